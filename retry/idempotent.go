@@ -1,0 +1,178 @@
+package retry
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/jetretry/jetretry/audit"
+	"github.com/jetretry/jetretry/idempotency"
+)
+
+// errLeaseLost is the cancellation cause of a call whose claim was lost.
+var errLeaseLost = fmt.Errorf("retry: %w", idempotency.ErrLeaseLost)
+
+// storeTimeout bounds the store writes that end a call (complete, release),
+// which run even when the caller's context has ended.
+const storeTimeout = 10 * time.Second
+
+// doIdempotent runs the call under its idempotency key: claim, run with
+// retries while renewing the lease, then record the result or release the
+// claim.
+func doIdempotent[T any](r *runner, fn func(context.Context) (T, error)) (T, error) {
+	var zero T
+	m, c := r.m, r.c
+	if m.store == nil {
+		if c.failOpen {
+			return loop(r, fn)
+		}
+		return zero, fmt.Errorf("retry: %w: the manager has no idempotency store", idempotency.ErrUnavailable)
+	}
+	fp := c.fingerprint
+	if fp == "" {
+		sum := sha256.Sum256([]byte(string(r.cat) + "\x00" + r.op))
+		fp = hex.EncodeToString(sum[:])
+	}
+	claim, err := m.store.Claim(r.ctx, c.key, fp, m.lease)
+	if err != nil {
+		switch {
+		case errors.Is(err, idempotency.ErrInProgress), errors.Is(err, idempotency.ErrKeyReuse),
+			errors.Is(err, idempotency.ErrInvalidKey), r.ctx.Err() != nil:
+			return zero, err
+		case c.failOpen:
+			m.logger.Warn("jetretry: idempotency store unavailable, running without protection (fail-open)",
+				"retry_category", r.cat, "operation", r.op, "idempotency_key", c.key, "error", err)
+			return loop(r, fn)
+		case errors.Is(err, idempotency.ErrUnavailable):
+			return zero, err
+		}
+		return zero, fmt.Errorf("retry: %w: %w", idempotency.ErrUnavailable, err)
+	}
+	switch claim.Status {
+	case idempotency.Completed:
+		var v T
+		if err := json.Unmarshal(claim.Result, &v); err != nil {
+			return zero, fmt.Errorf("retry: idempotency key %s: cached result does not decode into %T: %w", c.key, v, err)
+		}
+		r.idempotencyEvent(audit.ActionHit, nil)
+		return v, nil
+	case idempotency.Failed:
+		return zero, fmt.Errorf("retry: %w: key %s: %s", idempotency.ErrFailed, c.key, claim.Failure)
+	case idempotency.TakenOver:
+		r.idempotencyEvent(audit.ActionTakeover, map[string]any{"previous_owner": claim.PreviousOwner, "owner": claim.Owner})
+	}
+
+	ctx, cancel := context.WithCancelCause(r.ctx)
+	defer cancel(nil)
+	outer := r.ctx
+	r.ctx = ctx
+	ka := &keepAlive{claim: claim, done: make(chan struct{}), exited: make(chan struct{})}
+	go ka.run(ctx, m, cancel)
+	v, err := loop(r, fn)
+	close(ka.done)
+	<-ka.exited
+	r.ctx = outer
+	claim = ka.claim
+
+	wctx, wcancel := context.WithTimeout(context.WithoutCancel(outer), storeTimeout)
+	defer wcancel()
+	if err != nil {
+		var rerr error
+		if c.rememberFail {
+			rerr = m.store.Fail(wctx, claim, audit.TruncateMessage(err.Error()))
+		} else {
+			rerr = m.store.Release(wctx, claim)
+		}
+		if rerr != nil {
+			m.logger.Warn("jetretry: could not end idempotency claim; it expires with its lease",
+				"idempotency_key", c.key, "error", rerr)
+		}
+		return zero, err
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		if rerr := m.store.Release(wctx, claim); rerr != nil {
+			m.logger.Warn("jetretry: could not release idempotency claim", "idempotency_key", c.key, "error", rerr)
+		}
+		return v, fmt.Errorf("retry: %w: encode result: %w", idempotency.ErrNotRecorded, err)
+	}
+	if err := m.store.Complete(wctx, claim, b); err != nil {
+		return v, fmt.Errorf("retry: %w: %w", idempotency.ErrNotRecorded, err)
+	}
+	r.idempotencyEvent(audit.ActionRecord, nil)
+	return v, nil
+}
+
+// idempotencyEvent emits an idempotency event and counts it.
+func (r *runner) idempotencyEvent(action audit.Action, extra map[string]any) {
+	r.tel.countIdempotency(r.ctx, r.cat, string(action))
+	if r.span != nil {
+		r.span.AddEvent("idempotency", trace.WithAttributes(attrAction.String(string(action))))
+	}
+	if r.m.emitter == nil {
+		return
+	}
+	if r.spanID.IsZero() {
+		r.spanID = newSpanID()
+	}
+	e := r.event(audit.TypeIdempotency, r.m.clock.Now())
+	e.IdempotencyKey = r.c.key
+	e.Action = action
+	if len(extra) > 0 {
+		merged := make(map[string]any, len(e.AdditionalContext)+len(extra))
+		for k, v := range e.AdditionalContext {
+			merged[k] = v
+		}
+		for k, v := range extra {
+			merged[k] = v
+		}
+		e.AdditionalContext = merged
+	}
+	r.emit(e)
+}
+
+// keepAlive renews an idempotency claim every third of the lease until
+// done is closed. If the claim is lost it cancels the call, so no further
+// attempt starts.
+type keepAlive struct {
+	claim  idempotency.Claim // owned by run until exited is closed
+	done   chan struct{}
+	exited chan struct{}
+}
+
+func (k *keepAlive) run(ctx context.Context, m *Manager, cancel context.CancelCauseFunc) {
+	defer close(k.exited)
+	interval := m.lease / 3
+	for {
+		t := m.clock.NewTimer(interval)
+		select {
+		case <-k.done:
+			t.Stop()
+			return
+		case <-ctx.Done():
+			t.Stop()
+			return
+		case <-t.C():
+		}
+		rctx, rcancel := context.WithTimeout(context.WithoutCancel(ctx), interval)
+		c := k.claim
+		err := m.store.Renew(rctx, &c, m.lease)
+		rcancel()
+		switch {
+		case err == nil:
+			k.claim = c
+		case errors.Is(err, idempotency.ErrLeaseLost):
+			cancel(errLeaseLost)
+			return
+		default:
+			// The lease may still be valid: try again next tick.
+			m.logger.Warn("jetretry: idempotency lease renewal failed", "idempotency_key", c.Key, "error", err)
+		}
+	}
+}
