@@ -44,7 +44,9 @@ const (
 // names of seed 002 are kept exactly, and event_id, span_id,
 // schema_version, stop_reason and additional_context are added.
 //
-// Which fields appear in the JSON depends on Type; see MarshalJSON.
+// Which fields appear in the JSON depends on Type; see AppendJSON. An Event
+// is a plain value, safe to copy, but copies share its AdditionalContext
+// map. The zero value encodes, but Validate rejects it.
 type Event struct {
 	Type      Type   // event_type
 	Category  string // retry_category
