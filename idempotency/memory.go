@@ -61,7 +61,7 @@ func (m *Memory) Claim(ctx context.Context, key, fingerprint string, lease time.
 	if err := ctx.Err(); err != nil {
 		return Claim{}, err
 	}
-	if !validKey(key) {
+	if !ValidKey(key) {
 		return Claim{}, fmt.Errorf("%w: %q", ErrInvalidKey, key)
 	}
 	if lease <= 0 {

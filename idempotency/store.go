@@ -154,10 +154,11 @@ type Store interface {
 	Clear(ctx context.Context, key string) error
 }
 
-// validKey reports whether key can be held by every store: 1 to 256 bytes
-// of letters, digits, '-', '_', '=' and '.' (not leading or trailing, and
-// no empty tokens), as NATS KV keys allow. Keys from Key are 64 hex digits.
-func validKey(key string) bool {
+// ValidKey reports whether key can be held by every store: 1 to 256 bytes
+// of ASCII letters, digits, '-', '_', '=' and '.', with no leading,
+// trailing or doubled '.', as NATS KV keys allow. Keys from Key, 64 hex
+// digits, are always valid.
+func ValidKey(key string) bool {
 	if len(key) == 0 || len(key) > 256 || key[0] == '.' || key[len(key)-1] == '.' {
 		return false
 	}
