@@ -162,11 +162,13 @@ func (r *runner) failed(err error) (time.Duration, error) {
 		delay = r.pol.Delay(r.attempt, r.prev, float64From(r.m.rand.Uint64()))
 		due = delay
 	}
+	// A wait (or a hint, even one longer than MaxDelay) that would end
+	// past the time budget fails now, reporting when a retry is due.
 	now := r.m.clock.Now()
-	if r.pol.MaxElapsed > 0 && now.Sub(r.start)+delay > r.pol.MaxElapsed {
+	if r.pol.MaxElapsed > 0 && now.Sub(r.start)+due > r.pol.MaxElapsed {
 		return 0, r.stop(StopElapsed, r.last, due)
 	}
-	if dl, ok := r.ctx.Deadline(); ok && delay > time.Until(dl) {
+	if dl, ok := r.ctx.Deadline(); ok && due > time.Until(dl) {
 		return 0, r.stop(StopDeadline, r.last, due)
 	}
 	r.prev = delay

@@ -318,6 +318,22 @@ func TestDoRateLimitedHint(t *testing.T) {
 		f.expectWait(t, 3*time.Second)
 		require.NoError(t, recv(t, ch).err)
 	})
+	t.Run("hint beyond the deadline fails fast even when clamping would fit", func(t *testing.T) {
+		f := newFixture(t, policy(3, time.Second, time.Minute), []float64{0.5})
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		calls := 0
+		_, err := retry.Do(ctx, f.mgr, testCat, "op", func(context.Context) (int, error) {
+			calls++
+			return 0, retry.RateLimited(errors.New("quota"), 5*time.Minute)
+		})
+		var re *retry.Error
+		require.ErrorAs(t, err, &re)
+		require.Equal(t, retry.StopDeadline, re.Reason)
+		require.Equal(t, 5*time.Minute, re.RetryAfter)
+		require.Equal(t, 1, calls)
+		require.Empty(t, f.clk.Pending())
+	})
 	t.Run("longer than deadline fails fast with the hint", func(t *testing.T) {
 		f := newFixture(t, policy(3, time.Second, time.Hour), []float64{0.5})
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
