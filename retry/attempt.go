@@ -2,8 +2,10 @@ package retry
 
 import (
 	"context"
+	"encoding/binary"
 	"encoding/hex"
 	"math/rand/v2"
+	"sync/atomic"
 )
 
 // SpanID identifies one attempt. Every attempt gets a fresh one (seed 000:
@@ -30,40 +32,65 @@ type Attempt struct {
 
 type attemptKey struct{}
 
-// attemptCtx carries the Attempt. It is a single allocation per attempt:
-// one struct that both is the context and holds the value.
+// attemptCtx carries the attempt. It is the single allocation of an
+// attempt: one struct that both is the context and holds the value. The
+// span id is drawn on first use, so attempts nobody inspects do not pay
+// for it.
 type attemptCtx struct {
 	context.Context
-	a Attempt
+	number    int
+	category  Category
+	operation string
+	span      atomic.Uint64 // 0 until drawn
 }
 
 func (c *attemptCtx) Value(key any) any {
 	if key == (attemptKey{}) {
-		return &c.a
+		return c
 	}
 	return c.Context.Value(key)
+}
+
+// spanID returns the attempt's span id, drawing it on first use. It is
+// safe for concurrent use: every caller sees the same id.
+func (c *attemptCtx) spanID() SpanID {
+	u := c.span.Load()
+	if u == 0 {
+		u = newSpanUint()
+		if !c.span.CompareAndSwap(0, u) {
+			u = c.span.Load()
+		}
+	}
+	var s SpanID
+	binary.BigEndian.PutUint64(s[:], u)
+	return s
 }
 
 // AttemptFrom returns the Attempt in ctx, which Do puts in the context of
 // every attempt.
 func AttemptFrom(ctx context.Context) (Attempt, bool) {
-	a, ok := ctx.Value(attemptKey{}).(*Attempt)
+	c, ok := ctx.Value(attemptKey{}).(*attemptCtx)
 	if !ok {
 		return Attempt{}, false
 	}
-	return *a, true
+	return Attempt{Number: c.number, SpanID: c.spanID(), Category: c.category, Operation: c.operation}, true
 }
 
-// newSpanID returns a random non-zero span id. Span ids are identifiers,
-// not decisions, so they come from math/rand/v2 rather than the manager's
-// Random, which stays dedicated to jitter and is exactly scriptable.
-func newSpanID() SpanID {
-	var s SpanID
-	for s.IsZero() {
-		u := rand.Uint64()
-		for i := range s {
-			s[i] = byte(u >> (8 * i))
+// newSpanUint returns random non-zero span id bits. Span ids are
+// identifiers, not decisions, so they come from math/rand/v2 rather than
+// the manager's Random, which stays dedicated to jitter and is exactly
+// scriptable.
+func newSpanUint() uint64 {
+	for {
+		if u := rand.Uint64(); u != 0 {
+			return u
 		}
 	}
+}
+
+// newSpanID returns a random non-zero span id.
+func newSpanID() SpanID {
+	var s SpanID
+	binary.BigEndian.PutUint64(s[:], newSpanUint())
 	return s
 }

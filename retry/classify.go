@@ -1,7 +1,6 @@
 package retry
 
 import (
-	"errors"
 	"time"
 )
 
@@ -74,17 +73,50 @@ func RateLimited(err error, after time.Duration) error {
 
 // IsPermanent reports whether err carries a Permanent mark.
 func IsPermanent(err error) bool {
-	var p *permanentError
-	return errors.As(err, &p)
+	p, _ := findMarks(err)
+	return p
 }
 
 // RetryAfter returns the hint of a RateLimited mark in err's chain.
 func RetryAfter(err error) (time.Duration, bool) {
-	var r *rateLimitedError
-	if errors.As(err, &r) {
-		return max(r.after, 0), true
+	_, rl := findMarks(err)
+	if rl == nil {
+		return 0, false
 	}
-	return 0, false
+	return max(rl.after, 0), true
+}
+
+// findMarks walks err's chain depth-first, as errors.As does, and reports
+// whether it holds a Permanent mark and the first RateLimited mark. It does
+// not allocate, unlike errors.As with a pointer target.
+func findMarks(err error) (permanent bool, rl *rateLimitedError) {
+	for err != nil {
+		switch e := err.(type) {
+		case *permanentError:
+			return true, rl
+		case *rateLimitedError:
+			if rl == nil {
+				rl = e
+			}
+		case interface{ Unwrap() []error }:
+			for _, inner := range e.Unwrap() {
+				p, r := findMarks(inner)
+				if rl == nil {
+					rl = r
+				}
+				if p {
+					return true, rl
+				}
+			}
+			return false, rl
+		}
+		u, ok := err.(interface{ Unwrap() error })
+		if !ok {
+			return false, rl
+		}
+		err = u.Unwrap()
+	}
+	return false, rl
 }
 
 // Classify decides whether err is retried under p, with this precedence:
@@ -100,11 +132,12 @@ func RetryAfter(err error) (time.Duration, bool) {
 // entry overrides a non-retryable one, is deliberately not followed.)
 // The returned duration is the rate-limit hint, unclamped.
 func (p *Policy) Classify(err error) (Class, time.Duration) {
-	if IsPermanent(err) {
+	perm, rl := findMarks(err)
+	if perm {
 		return ClassPermanent, 0
 	}
-	if after, ok := RetryAfter(err); ok {
-		return ClassRateLimited, after
+	if rl != nil {
+		return ClassRateLimited, max(rl.after, 0)
 	}
 	for _, m := range p.NonRetryable {
 		if m(err) {

@@ -100,7 +100,7 @@ type runner struct {
 	start time.Time
 
 	attempt int
-	spanID  SpanID
+	cur     *attemptCtx   // the current attempt, nil before the first
 	prev    time.Duration // the last delay
 	last    error         // the last attempt's error, marks stripped
 }
@@ -124,8 +124,8 @@ func (r *runner) init(ctx context.Context, m *Manager, cat Category, op string, 
 // next starts an attempt: its number, span id and context.
 func (r *runner) next() (context.Context, context.CancelFunc) {
 	r.attempt++
-	r.spanID = newSpanID()
-	a := &attemptCtx{Context: r.ctx, a: Attempt{Number: r.attempt, SpanID: r.spanID, Category: r.cat, Operation: r.op}}
+	a := &attemptCtx{Context: r.ctx, number: r.attempt, category: r.cat, operation: r.op}
+	r.cur = a
 	if r.pol.AttemptTimeout > 0 {
 		return context.WithTimeout(a, r.pol.AttemptTimeout)
 	}
@@ -278,11 +278,17 @@ func (r *runner) end(err error) {
 
 // event returns an audit event of type t with the call's common fields.
 func (r *runner) event(t audit.Type, now time.Time) audit.Event {
+	var span SpanID
+	if r.cur != nil {
+		span = r.cur.spanID()
+	} else {
+		span = newSpanID() // an event before any attempt, such as a hit
+	}
 	e := audit.Event{
 		Type:          t,
 		Category:      string(r.cat),
 		Operation:     r.op,
-		SpanID:        r.spanID.String(),
+		SpanID:        span.String(),
 		Timestamp:     now.UTC(),
 		EventID:       audit.NewEventID(),
 		SchemaVersion: audit.SchemaVersion,

@@ -151,9 +151,8 @@ func ErrorType(err error) string {
 	if err == nil {
 		return ""
 	}
-	var typer ErrorTyper
-	if errors.As(err, &typer) {
-		return typer.ErrorType()
+	if t := typerIn(err); t != "" {
+		return t
 	}
 	switch {
 	case errors.Is(err, context.DeadlineExceeded):
@@ -162,9 +161,17 @@ func ErrorType(err error) string {
 		return "context.Canceled"
 	}
 	for {
+		switch e := err.(type) {
+		case *permanentError:
+			err = e.err
+			continue
+		case *rateLimitedError:
+			err = e.err
+			continue
+		}
 		t := reflect.TypeOf(err).String()
 		switch t {
-		case "*fmt.wrapError", "*retry.permanentError", "*retry.rateLimitedError":
+		case "*fmt.wrapError":
 			if next := errors.Unwrap(err); next != nil {
 				err = next
 				continue
@@ -179,4 +186,28 @@ func ErrorType(err error) string {
 		}
 		return t
 	}
+}
+
+// typerIn returns the ErrorType of the first ErrorTyper in err's chain,
+// walked depth-first as errors.As does, or "".
+func typerIn(err error) string {
+	for err != nil {
+		if t, ok := err.(ErrorTyper); ok {
+			return t.ErrorType()
+		}
+		switch u := err.(type) {
+		case interface{ Unwrap() error }:
+			err = u.Unwrap()
+		case interface{ Unwrap() []error }:
+			for _, inner := range u.Unwrap() {
+				if t := typerIn(inner); t != "" {
+					return t
+				}
+			}
+			return ""
+		default:
+			return ""
+		}
+	}
+	return ""
 }

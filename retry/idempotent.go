@@ -118,9 +118,6 @@ func (r *runner) idempotencyEvent(action audit.Action, extra map[string]any) {
 	if r.m.emitter == nil {
 		return
 	}
-	if r.spanID.IsZero() {
-		r.spanID = newSpanID()
-	}
 	e := r.event(audit.TypeIdempotency, r.m.clock.Now())
 	e.IdempotencyKey = r.c.key
 	e.Action = action
