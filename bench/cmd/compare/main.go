@@ -1,0 +1,40 @@
+// Command compare runs the jetretry/peer benchmarks in process, several
+// times each, and prints the median ns/op, allocs/op and B/op per case with
+// each case's ratio to jetretry.
+//
+// Usage:
+//
+//	go run ./cmd/compare [-runs 5] [-benchtime 1s] [-json results.json]
+package main
+
+import (
+	"flag"
+	"fmt"
+	"os"
+
+	"github.com/jetretry/jetretry/bench"
+)
+
+func main() {
+	runs := flag.Int("runs", 5, "runs per case; the medians are reported")
+	benchTime := flag.Duration("benchtime", 0, "target duration of one run (default 1s, as go test)")
+	jsonPath := flag.String("json", "", "also write the results as JSON to this file")
+	quiet := flag.Bool("q", false, "do not print progress to stderr")
+	flag.Parse()
+
+	opts := bench.Options{Runs: *runs, BenchTime: *benchTime, Progress: os.Stderr}
+	if *quiet {
+		opts.Progress = nil
+	}
+	rep, err := bench.Compare(opts)
+	if err == nil {
+		err = rep.WriteTable(os.Stdout)
+	}
+	if err == nil && *jsonPath != "" {
+		err = rep.WriteJSON(*jsonPath)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "compare:", err)
+		os.Exit(1)
+	}
+}
