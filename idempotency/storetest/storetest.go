@@ -5,6 +5,9 @@ package storetest
 
 import (
 	"context"
+	"errors"
+	"runtime"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -238,4 +241,194 @@ func Run(t *testing.T, newStore Factory) {
 		_, err := s.Claim(ctx, "k", "fp", lease)
 		require.ErrorIs(t, err, context.Canceled)
 	})
+
+	t.Run("RecordKeepsItsHistory", func(t *testing.T) {
+		s, clk, ctx := setup(t)
+		created := clk.Now()
+		c, err := s.Claim(ctx, "k", "fp", lease)
+		require.NoError(t, err)
+		rec, err := s.Get(ctx, "k")
+		require.NoError(t, err)
+		require.Equal(t, c.Revision, rec.Revision, "Get shows the claim's revision")
+		require.Equal(t, "k", rec.Key)
+		require.True(t, rec.CreatedAt.Equal(created))
+
+		clk.Advance(lease / 2)
+		require.NoError(t, s.Renew(ctx, &c, lease))
+		rec, err = s.Get(ctx, "k")
+		require.NoError(t, err)
+		require.Equal(t, c.Revision, rec.Revision, "a renewal moves the revision")
+		require.True(t, rec.UpdatedAt.Equal(clk.Now()))
+
+		clk.Advance(time.Second)
+		require.NoError(t, s.Complete(ctx, c, []byte(`{"n":1}`)))
+		rec, err = s.Get(ctx, "k")
+		require.NoError(t, err)
+		require.Equal(t, idempotency.StateCompleted, rec.State)
+		require.Equal(t, "fp", rec.Fingerprint, "completion keeps the fingerprint")
+		require.True(t, rec.CreatedAt.Equal(created), "completion keeps created_at")
+		require.True(t, rec.UpdatedAt.Equal(clk.Now()))
+		require.Greater(t, rec.Revision, c.Revision)
+	})
+
+	t.Run("TakeoverKeepsCreatedAt", func(t *testing.T) {
+		s, clk, ctx := setup(t)
+		created := clk.Now()
+		_, err := s.Claim(ctx, "k", "fp", lease)
+		require.NoError(t, err)
+		clk.Advance(2 * lease)
+		c, err := s.Claim(ctx, "k", "fp", lease)
+		require.NoError(t, err)
+		require.Equal(t, idempotency.TakenOver, c.Status)
+		require.True(t, c.LeaseUntil.Equal(clk.Now().Add(lease)))
+		rec, err := s.Get(ctx, "k")
+		require.NoError(t, err)
+		require.Equal(t, c.Owner, rec.Owner)
+		require.Equal(t, c.Revision, rec.Revision)
+		require.True(t, rec.CreatedAt.Equal(created))
+		require.True(t, rec.UpdatedAt.Equal(clk.Now()))
+	})
+
+	t.Run("FinishedClaimOwnsNothing", func(t *testing.T) {
+		s, _, ctx := setup(t)
+		c, err := s.Claim(ctx, "k", "fp", lease)
+		require.NoError(t, err)
+		require.NoError(t, s.Fail(ctx, c, "boom"))
+		require.ErrorIs(t, s.Release(ctx, c), idempotency.ErrLeaseLost)
+		require.ErrorIs(t, s.Complete(ctx, c, []byte(`1`)), idempotency.ErrLeaseLost)
+		require.ErrorIs(t, s.Fail(ctx, c, "again"), idempotency.ErrLeaseLost)
+		rec, err := s.Get(ctx, "k")
+		require.NoError(t, err)
+		require.Equal(t, idempotency.StateFailed, rec.State)
+		require.Equal(t, "boom", rec.Failure)
+		_, err = s.Claim(ctx, "k", "other-fp", lease)
+		require.ErrorIs(t, err, idempotency.ErrKeyReuse, "a remembered failure keeps its fingerprint")
+	})
+
+	t.Run("ClearedClaimIsLost", func(t *testing.T) {
+		s, _, ctx := setup(t)
+		c, err := s.Claim(ctx, "k", "fp", lease)
+		require.NoError(t, err)
+		require.NoError(t, s.Clear(ctx, "k"))
+		require.ErrorIs(t, s.Renew(ctx, &c, lease), idempotency.ErrLeaseLost)
+		require.ErrorIs(t, s.Complete(ctx, c, []byte(`1`)), idempotency.ErrLeaseLost)
+		_, err = s.Get(ctx, "k")
+		require.ErrorIs(t, err, idempotency.ErrNotFound, "a lost claim writes nothing")
+	})
+
+	t.Run("StaleClaimAfterReclaim", func(t *testing.T) {
+		s, _, ctx := setup(t)
+		old, err := s.Claim(ctx, "k", "fp", lease)
+		require.NoError(t, err)
+		require.NoError(t, s.Release(ctx, old))
+		c, err := s.Claim(ctx, "k", "fp", lease)
+		require.NoError(t, err)
+		require.ErrorIs(t, s.Complete(ctx, old, []byte(`1`)), idempotency.ErrLeaseLost, "the revision of a released claim never comes back")
+		require.NoError(t, s.Complete(ctx, c, []byte(`2`)))
+		rec, err := s.Get(ctx, "k")
+		require.NoError(t, err)
+		require.Equal(t, `2`, string(rec.Result))
+	})
+
+	t.Run("BadRenewLease", func(t *testing.T) {
+		s, _, ctx := setup(t)
+		c, err := s.Claim(ctx, "k", "fp", lease)
+		require.NoError(t, err)
+		before := c
+		require.Error(t, s.Renew(ctx, &c, 0))
+		require.Equal(t, before, c, "a refused renewal changes nothing")
+		require.NoError(t, s.Complete(ctx, c, []byte(`1`)))
+	})
+
+	t.Run("KeyShapes", func(t *testing.T) {
+		s, _, ctx := setup(t)
+		long := strings.Repeat("a", 256)
+		for _, k := range []string{"a.b.c", "A-Z_0=9", long, "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"} {
+			c, err := s.Claim(ctx, k, "fp", lease)
+			require.NoError(t, err, "key %q", k)
+			require.NoError(t, s.Complete(ctx, c, []byte(`1`)))
+			rec, err := s.Get(ctx, k)
+			require.NoError(t, err)
+			require.Equal(t, k, rec.Key)
+		}
+		_, err := s.Claim(ctx, long+"a", "fp", lease)
+		require.ErrorIs(t, err, idempotency.ErrInvalidKey)
+		_, err = s.Get(ctx, "a")
+		require.ErrorIs(t, err, idempotency.ErrNotFound, "keys are distinct: a.b.c is not a")
+	})
+
+	t.Run("ConcurrentTakeoversHaveOneWinner", func(t *testing.T) {
+		s, clk, ctx := setup(t)
+		orphan, err := s.Claim(ctx, "hot", "fp", lease)
+		require.NoError(t, err)
+		clk.Advance(lease)
+		const n = 16
+		var wg sync.WaitGroup
+		claims := make([]idempotency.Claim, n)
+		errs := make([]error, n)
+		for i := 0; i < n; i++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				claims[i], errs[i] = s.Claim(ctx, "hot", "fp", lease)
+			}()
+		}
+		wg.Wait()
+		winners := 0
+		for i := range claims {
+			if errs[i] == nil {
+				require.Equal(t, idempotency.TakenOver, claims[i].Status)
+				require.Equal(t, orphan.Owner, claims[i].PreviousOwner)
+				winners++
+				continue
+			}
+			require.ErrorIs(t, errs[i], idempotency.ErrInProgress)
+		}
+		require.Equal(t, 1, winners)
+	})
+
+	t.Run("ConcurrentClaimAndRelease", func(t *testing.T) {
+		// Owners claim and release the key while others try to: at any
+		// time at most one of them owns it.
+		s, _, ctx := setup(t)
+		const workers, rounds = 8, 20
+		var mu sync.Mutex
+		inside, peak, runs := 0, 0, 0
+		var wg sync.WaitGroup
+		for w := 0; w < workers; w++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for r := 0; r < rounds; r++ {
+					c, err := s.Claim(ctx, "hot", "fp", lease)
+					if errors.Is(err, idempotency.ErrInProgress) {
+						continue
+					}
+					if err != nil {
+						t.Error(err)
+						return
+					}
+					mu.Lock()
+					inside++
+					peak, runs = max(peak, inside), runs+1
+					mu.Unlock()
+					runtime.Gosched() // widen the window an overlap would show in
+					mu.Lock()
+					inside--
+					mu.Unlock()
+					if err := s.Release(ctx, c); err != nil {
+						t.Error(err)
+						return
+					}
+				}
+			}()
+		}
+		wg.Wait()
+		require.Equal(t, 1, peak)
+		require.Positive(t, runs)
+		_, err := s.Get(ctx, "hot")
+		require.ErrorIs(t, err, idempotency.ErrNotFound)
+	})
+
+	runWait(t, setup)
 }
