@@ -24,6 +24,9 @@ type Clock struct {
 	now time.Time
 }
 
+// NewClock returns a clock set to start.
+func NewClock(start time.Time) *Clock { return &Clock{now: start} }
+
 // Now returns the clock's time.
 func (c *Clock) Now() time.Time {
 	c.mu.Lock()
