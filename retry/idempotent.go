@@ -40,10 +40,16 @@ func doIdempotent[T any](r *runner, fn func(context.Context) (T, error)) (T, err
 		fp = hex.EncodeToString(sum[:])
 	}
 	claim, err := m.store.Claim(r.ctx, c.key, fp, m.lease)
+	if err != nil && c.waitResult && errors.Is(err, idempotency.ErrInProgress) {
+		if w, ok := m.store.(idempotency.Waiter); ok {
+			claim, err = waitForResult(r, w, fp, err)
+		}
+	}
 	if err != nil {
 		switch {
 		case errors.Is(err, idempotency.ErrInProgress), errors.Is(err, idempotency.ErrKeyReuse),
-			errors.Is(err, idempotency.ErrInvalidKey), r.ctx.Err() != nil:
+			errors.Is(err, idempotency.ErrInvalidKey), errors.Is(err, idempotency.ErrCorrupt),
+			r.ctx.Err() != nil:
 			return zero, err
 		case c.failOpen:
 			m.logger.Warn("jetretry: idempotency store unavailable, running without protection (fail-open)",
@@ -103,10 +109,48 @@ func doIdempotent[T any](r *runner, fn func(context.Context) (T, error)) (T, err
 		return v, fmt.Errorf("retry: %w: encode result: %w", idempotency.ErrNotRecorded, err)
 	}
 	if err := m.store.Complete(wctx, claim, b); err != nil {
+		if errors.Is(err, idempotency.ErrResultTooLarge) {
+			// Nothing was written: free the key rather than leave it
+			// blocked until the lease ends.
+			if rerr := m.store.Release(wctx, claim); rerr != nil {
+				m.logger.Warn("jetretry: could not release idempotency claim", "idempotency_key", c.key, "error", rerr)
+			}
+		}
 		return v, fmt.Errorf("retry: %w: %w", idempotency.ErrNotRecorded, err)
 	}
 	r.idempotencyEvent(audit.ActionRecord, nil)
 	return v, nil
+}
+
+// maxWaitRounds bounds how many times a call that waits for another
+// owner's result (WaitForResult) claims the key again after the owner
+// released it or its lease ended, and loses it to yet another caller.
+const maxWaitRounds = 8
+
+// waitForResult waits while another owner runs the call's key, for its
+// result or for the key to be free again, which it then claims. inProgress
+// is the error of the claim that found the owner.
+func waitForResult(r *runner, w idempotency.Waiter, fp string, inProgress error) (idempotency.Claim, error) {
+	m, key := r.m, r.c.key
+	for range maxWaitRounds {
+		done, err := w.Wait(r.ctx, key, fp)
+		switch {
+		case err == nil:
+			return done, nil
+		case errors.Is(err, idempotency.ErrNotFound), errors.Is(err, idempotency.ErrClaimExpired):
+			// Released, cleared or orphaned: claim it.
+		case r.ctx.Err() != nil:
+			return idempotency.Claim{}, fmt.Errorf("retry: waiting for the result of key %s: %w: %w", key, inProgress, err)
+		default:
+			return idempotency.Claim{}, err
+		}
+		c, err := m.store.Claim(r.ctx, key, fp, m.lease)
+		if !errors.Is(err, idempotency.ErrInProgress) {
+			return c, err
+		}
+		inProgress = err
+	}
+	return idempotency.Claim{}, inProgress
 }
 
 // idempotencyEvent emits an idempotency event and counts it.

@@ -311,3 +311,161 @@ func TestIdempotentUnencodableResult(t *testing.T) {
 	_, err = store.Get(context.Background(), "k")
 	require.ErrorIs(t, err, idempotency.ErrNotFound)
 }
+
+// storeOnly hides every method but those of idempotency.Store, so the
+// store is not a Waiter.
+type storeOnly struct{ idempotency.Store }
+
+func TestIdempotentWaitForResultGetsTheOwnersResult(t *testing.T) {
+	f, _ := idemFixture(t, policy(3, 0, 0))
+	ctx := context.Background()
+	started, release := make(chan struct{}), make(chan struct{})
+	owner := start(ctx, f.mgr, func(context.Context) (order, error) {
+		close(started)
+		<-release
+		return order{ID: "o-1", Total: 5}, nil
+	}, retry.WithIdempotencyKey("k"))
+	<-started
+
+	waiter := start(ctx, f.mgr, func(context.Context) (order, error) {
+		t.Error("the waiter must not run")
+		return order{}, nil
+	}, retry.WithIdempotencyKey("k"), retry.WaitForResult())
+	select {
+	case r := <-waiter:
+		t.Fatalf("the waiter returned while the owner runs: %+v", r)
+	case <-time.After(30 * time.Millisecond):
+	}
+	close(release)
+	require.NoError(t, recv(t, owner).err)
+	r := recv(t, waiter)
+	require.NoError(t, r.err)
+	require.Equal(t, order{ID: "o-1", Total: 5}, r.v)
+	hits := f.em.Filter(func(e audit.Event) bool { return e.Action == audit.ActionHit })
+	require.Len(t, hits, 1, "the waiter's result is a hit")
+}
+
+func TestIdempotentWaitForResultRunsAfterRelease(t *testing.T) {
+	f, store := idemFixture(t, policy(1, 0, 0))
+	ctx := context.Background()
+	started, release := make(chan struct{}), make(chan struct{})
+	owner := start(ctx, f.mgr, func(context.Context) (int, error) {
+		close(started)
+		<-release
+		return 0, errors.New("owner failed")
+	}, retry.WithIdempotencyKey("k"))
+	<-started
+	var runs atomic.Int64
+	waiter := start(ctx, f.mgr, func(context.Context) (int, error) { runs.Add(1); return 7, nil },
+		retry.WithIdempotencyKey("k"), retry.WaitForResult())
+	time.Sleep(10 * time.Millisecond)
+	close(release)
+	require.ErrorIs(t, recv(t, owner).err, retry.ErrExhausted)
+	r := recv(t, waiter)
+	require.NoError(t, r.err)
+	require.Equal(t, 7, r.v)
+	require.Equal(t, int64(1), runs.Load(), "the owner released: the waiter claimed the key and ran")
+	rec, err := store.Get(ctx, "k")
+	require.NoError(t, err)
+	require.Equal(t, idempotency.StateCompleted, rec.State)
+}
+
+func TestIdempotentWaitForResultTakesOverACrashedOwner(t *testing.T) {
+	f, store := idemFixture(t, policy(1, 0, 0), retry.WithLease(10*time.Second))
+	ctx := context.Background()
+	crashed, err := store.Claim(ctx, "k", "fp", 10*time.Second) // never renewed
+	require.NoError(t, err)
+	waiter := start(ctx, f.mgr, func(context.Context) (string, error) { return "mine", nil },
+		retry.WithIdempotencyKey("k"), retry.WithFingerprint("fp"), retry.WaitForResult())
+	time.Sleep(10 * time.Millisecond) // the waiter is waiting
+	f.clk.Advance(10 * time.Second)   // the lease ends
+	r := recv(t, waiter)
+	require.NoError(t, r.err)
+	require.Equal(t, "mine", r.v)
+	events := f.em.Events()
+	require.Len(t, events, 2)
+	require.Equal(t, audit.ActionTakeover, events[0].Action)
+	require.Equal(t, crashed.Owner, events[0].AdditionalContext["previous_owner"])
+	require.Equal(t, audit.ActionRecord, events[1].Action)
+}
+
+func TestIdempotentWaitForResultRememberedFailure(t *testing.T) {
+	f, store := idemFixture(t, policy(1, 0, 0))
+	ctx := context.Background()
+	c, err := store.Claim(ctx, "k", "fp", time.Minute)
+	require.NoError(t, err)
+	waiter := start(ctx, f.mgr, func(context.Context) (int, error) { t.Error("must not run"); return 0, nil },
+		retry.WithIdempotencyKey("k"), retry.WithFingerprint("fp"), retry.WaitForResult())
+	time.Sleep(10 * time.Millisecond)
+	require.NoError(t, store.Fail(ctx, c, "card declined"))
+	r := recv(t, waiter)
+	require.ErrorIs(t, r.err, idempotency.ErrFailed)
+	require.Contains(t, r.err.Error(), "card declined")
+}
+
+func TestIdempotentWaitForResultIsBoundedByContext(t *testing.T) {
+	f, store := idemFixture(t, policy(1, 0, 0))
+	_, err := store.Claim(context.Background(), "k", "fp", time.Minute)
+	require.NoError(t, err)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Millisecond)
+	defer cancel()
+	_, err = retry.Do(ctx, f.mgr, testCat, "op", func(context.Context) (int, error) { t.Error("must not run"); return 0, nil },
+		retry.WithIdempotencyKey("k"), retry.WithFingerprint("fp"), retry.WaitForResult())
+	require.ErrorIs(t, err, idempotency.ErrInProgress)
+	require.ErrorIs(t, err, context.DeadlineExceeded)
+}
+
+func TestIdempotentWaitForResultNeedsAWaiter(t *testing.T) {
+	store := idempotency.NewMemory(nil, 0)
+	m, err := retry.NewManager(retry.WithStore(storeOnly{store}), retry.WithDefaultPolicy(policy(1, 0, 0)))
+	require.NoError(t, err)
+	ctx := context.Background()
+	_, err = store.Claim(ctx, "k", "fp", time.Minute)
+	require.NoError(t, err)
+	start := time.Now()
+	_, err = retry.Do(ctx, m, testCat, "op", func(context.Context) (int, error) { return 1, nil },
+		retry.WithIdempotencyKey("k"), retry.WithFingerprint("fp"), retry.WaitForResult())
+	require.ErrorIs(t, err, idempotency.ErrInProgress, "without a Waiter the call fails at once")
+	require.Less(t, time.Since(start), time.Second)
+}
+
+// tooSmallStore refuses every result as too large.
+type tooSmallStore struct{ *idempotency.Memory }
+
+func (tooSmallStore) Complete(_ context.Context, c idempotency.Claim, result []byte) error {
+	return &idempotency.ResultTooLargeError{Key: c.Key, Size: len(result), Max: 1}
+}
+
+func TestIdempotentResultTooLargeIsNotRecordedAndReleased(t *testing.T) {
+	store := idempotency.NewMemory(nil, 0)
+	em := &audit.Memory{}
+	m, err := retry.NewManager(retry.WithStore(tooSmallStore{store}), retry.WithEmitter(em), retry.WithDefaultPolicy(policy(1, 0, 0)))
+	require.NoError(t, err)
+	ctx := context.Background()
+	runs := 0
+	v, err := retry.Do(ctx, m, testCat, "op", func(context.Context) (string, error) { runs++; return "big", nil }, retry.WithIdempotencyKey("k"))
+	require.ErrorIs(t, err, idempotency.ErrNotRecorded)
+	require.ErrorIs(t, err, idempotency.ErrResultTooLarge)
+	require.Equal(t, "big", v, "the operation ran: its result comes with the error")
+	_, err = store.Get(ctx, "k")
+	require.ErrorIs(t, err, idempotency.ErrNotFound, "the claim is released, not left to expire")
+	require.Zero(t, em.Len(), "no record event")
+}
+
+// corruptStore finds a corrupt record on every claim.
+type corruptStore struct{ *idempotency.Memory }
+
+func (corruptStore) Claim(_ context.Context, key, _ string, _ time.Duration) (idempotency.Claim, error) {
+	return idempotency.Claim{}, &idempotency.CorruptRecordError{Key: key, Revision: 3, Err: errors.New("bad json")}
+}
+
+func TestIdempotentCorruptRecordNeverRuns(t *testing.T) {
+	m, err := retry.NewManager(retry.WithStore(corruptStore{idempotency.NewMemory(nil, 0)}))
+	require.NoError(t, err)
+	fn := func(context.Context) (int, error) { t.Error("must not run"); return 0, nil }
+	_, err = retry.Do(context.Background(), m, testCat, "op", fn, retry.WithIdempotencyKey("k"))
+	require.ErrorIs(t, err, idempotency.ErrCorrupt)
+	require.NotErrorIs(t, err, idempotency.ErrUnavailable)
+	_, err = retry.Do(context.Background(), m, testCat, "op", fn, retry.WithIdempotencyKey("k"), retry.FailOpen())
+	require.ErrorIs(t, err, idempotency.ErrCorrupt, "fail-open is for an unreachable store, not a bad record")
+}

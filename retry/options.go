@@ -21,6 +21,7 @@ type call struct {
 	notIdempotent bool
 	failOpen      bool
 	rememberFail  bool
+	waitResult    bool
 }
 
 // newCall applies opts. It is only called when there are options, so the
@@ -127,4 +128,21 @@ func FailOpen() Option {
 // idempotency.ErrFailed until an operator clears it.
 func RememberFailure() Option {
 	return func(c *call) error { c.rememberFail = true; return nil }
+}
+
+// WaitForResult makes a call whose idempotency key another owner is running
+// wait for that owner's result instead of failing at once with
+// idempotency.ErrInProgress. It needs a store that implements
+// idempotency.Waiter (Memory and KV do); with other stores the call fails
+// with ErrInProgress as usual.
+//
+// A result the owner records is returned as a hit, and a failure it
+// remembers as idempotency.ErrFailed. If the owner releases the key, or
+// its lease ends without a result (it crashed), the call claims the key
+// and runs fn itself; after a few such rounds lost to other callers it
+// gives up with ErrInProgress. The wait is bounded by the call's context:
+// when it ends, the error matches both idempotency.ErrInProgress and the
+// context's error.
+func WaitForResult() Option {
+	return func(c *call) error { c.waitResult = true; return nil }
 }
