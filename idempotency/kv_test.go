@@ -195,6 +195,8 @@ func TestKVResultTooLarge(t *testing.T) {
 		{"bucket max value size", idempotency.KVConfig{MaxValueSize: 2048}, 2048 - 128},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			// A fixed clock: time.Now's nanoseconds vary the record's size.
+			tc.cfg.Now = storetest.NewClock(time.Date(2026, 1, 25, 21, 15, 0, 0, time.UTC)).Now
 			kv := newKV(t, js, tc.cfg)
 			require.Equal(t, tc.max, kv.MaxRecordSize())
 			c, err := kv.Claim(ctx, "k", "fp", time.Minute)
