@@ -117,7 +117,13 @@ func (c KVConfig) withDefaults() (KVConfig, error) {
 //
 // Errors from JetStream other than the outcomes above (no servers, a
 // closed connection, timeouts, no responders, JetStream disabled, or any
-// other server error) wrap ErrUnavailable and keep the cause.
+// other server error) wrap ErrUnavailable and keep the cause. Operations
+// are bounded by their ctx; without a deadline, the JetStream context's
+// default timeout applies (5 s unless set with
+// jetstream.WithDefaultTimeout). A write that timed out during an outage
+// may still land when the connection comes back (the client buffers it):
+// compare-and-set keeps that safe, but a Claim refused as unavailable can
+// leave a claim nobody holds, which blocks the key until its lease ends.
 //
 // KV is safe for concurrent use by many goroutines. Build it with NewKV.
 type KV struct {
@@ -136,7 +142,13 @@ type KV struct {
 type heldClaim struct {
 	fingerprint string
 	createdAt   time.Time
+	leaseUntil  time.Time
 }
+
+// kvHeldPrune is the size of the held cache above which claims whose
+// lease has ended are dropped from it. Dropping is always safe: a claim
+// missing from the cache is read back from its record.
+const kvHeldPrune = 1024
 
 var (
 	_ Store  = (*KV)(nil)
@@ -277,7 +289,7 @@ func (k *KV) Claim(ctx context.Context, key, fingerprint string, lease time.Dura
 		}
 		rev, err := k.kv.Create(ctx, key, b)
 		if err == nil {
-			k.hold(owner, fingerprint, rec.CreatedAt)
+			k.hold(owner, heldClaim{fingerprint: fingerprint, createdAt: rec.CreatedAt, leaseUntil: rec.LeaseUntil})
 			return Claim{Key: key, Status: Claimed, Owner: owner, LeaseUntil: rec.LeaseUntil, Revision: rev}, nil
 		}
 		if !isConflict(err) {
@@ -315,7 +327,7 @@ func (k *KV) Claim(ctx context.Context, key, fingerprint string, lease time.Dura
 		}
 		rev, err = k.kv.Update(ctx, key, b, e.Revision())
 		if err == nil {
-			k.hold(owner, fingerprint, rec.CreatedAt)
+			k.hold(owner, heldClaim{fingerprint: fingerprint, createdAt: rec.CreatedAt, leaseUntil: rec.LeaseUntil})
 			return Claim{Key: key, Status: TakenOver, Owner: owner, LeaseUntil: rec.LeaseUntil, PreviousOwner: cur.Owner, Revision: rev}, nil
 		}
 		if !isConflict(err) {
@@ -326,11 +338,21 @@ func (k *KV) Claim(ctx context.Context, key, fingerprint string, lease time.Dura
 	return Claim{}, fmt.Errorf("%w: key %s: lost %d races for it", ErrInProgress, key, kvMaxRounds)
 }
 
-// hold remembers what an owned claim's later writes carry over.
-func (k *KV) hold(owner, fingerprint string, createdAt time.Time) {
+// hold remembers what an owned claim's later writes carry over. Claims
+// that are never ended (their owner gave up on an unreachable store) are
+// pruned once their lease has passed.
+func (k *KV) hold(owner string, h heldClaim) {
 	k.mu.Lock()
-	k.held[owner] = heldClaim{fingerprint: fingerprint, createdAt: createdAt}
-	k.mu.Unlock()
+	defer k.mu.Unlock()
+	if len(k.held) >= kvHeldPrune {
+		now := k.now()
+		for o, c := range k.held {
+			if !now.Before(c.leaseUntil) {
+				delete(k.held, o)
+			}
+		}
+	}
+	k.held[owner] = h
 }
 
 // drop forgets an owner whose claim ended.
@@ -370,7 +392,7 @@ func (k *KV) heldRecord(ctx context.Context, c Claim) (heldClaim, error) {
 	if cur.State != StateInProgress || cur.Owner != c.Owner {
 		return heldClaim{}, fmt.Errorf("%w: key %s", ErrLeaseLost, c.Key)
 	}
-	return heldClaim{fingerprint: cur.Fingerprint, createdAt: cur.CreatedAt}, nil
+	return heldClaim{fingerprint: cur.Fingerprint, createdAt: cur.CreatedAt, leaseUntil: cur.LeaseUntil}, nil
 }
 
 // write replaces the record of the owned claim c by compare-and-set on its
@@ -415,7 +437,8 @@ func (k *KV) Renew(ctx context.Context, c *Claim, lease time.Duration) error {
 	if err != nil {
 		return err
 	}
-	k.hold(c.Owner, h.fingerprint, h.createdAt)
+	h.leaseUntil = rec.LeaseUntil
+	k.hold(c.Owner, h)
 	c.LeaseUntil, c.Revision = rec.LeaseUntil, rev
 	return nil
 }
