@@ -185,10 +185,15 @@ func (c *Client) flush(ctx context.Context, before error, op, kind, subj string)
 // not from the call that caused them.
 func violation(nc *nats.Conn, before error, kind, subj string) error {
 	err := nc.LastError()
-	if err == nil || err == before || !errors.Is(err, nats.ErrPermissionViolation) {
+	if err == nil || !errors.Is(err, nats.ErrPermissionViolation) {
 		return nil
 	}
 	if !strings.Contains(err.Error(), kind+` to "`+subj+`"`) {
+		return nil
+	}
+	// Compared last: nats.go's violation errors are pointers, so the
+	// comparison cannot panic on a non-comparable error type.
+	if err == before {
 		return nil
 	}
 	return err
