@@ -28,6 +28,10 @@ type Attempt struct {
 	// Category and Operation are the ones given to Do.
 	Category  Category
 	Operation string
+	// IdempotencyKey is the call's idempotency key, or "". Operations can
+	// derive a downstream dedupe id from it (a Nats-Msg-Id, say), so that a
+	// run taken over after a crash repeats the same id.
+	IdempotencyKey string
 }
 
 type attemptKey struct{}
@@ -41,6 +45,7 @@ type attemptCtx struct {
 	number    int
 	category  Category
 	operation string
+	key       string
 	span      atomic.Uint64 // 0 until drawn
 }
 
@@ -73,7 +78,7 @@ func AttemptFrom(ctx context.Context) (Attempt, bool) {
 	if !ok {
 		return Attempt{}, false
 	}
-	return Attempt{Number: c.number, SpanID: c.spanID(), Category: c.category, Operation: c.operation}, true
+	return Attempt{Number: c.number, SpanID: c.spanID(), Category: c.category, Operation: c.operation, IdempotencyKey: c.key}, true
 }
 
 // newSpanUint returns random non-zero span id bits. Span ids are

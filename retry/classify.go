@@ -94,6 +94,12 @@ func findMarks(err error) (permanent bool, rl *rateLimitedError) {
 		switch e := err.(type) {
 		case *permanentError:
 			return true, rl
+		case *Error:
+			// A nested Do that stopped for good stays stopped: an outer
+			// Do does not retry what the inner one judged permanent.
+			if e.Reason == StopPermanent || e.Reason == StopNotIdempotent {
+				return true, rl
+			}
 		case *rateLimitedError:
 			if rl == nil {
 				rl = e
@@ -121,7 +127,9 @@ func findMarks(err error) (permanent bool, rl *rateLimitedError) {
 
 // Classify decides whether err is retried under p, with this precedence:
 //
-//  1. an explicit mark: Permanent, then RateLimited (with its hint);
+//  1. an explicit mark: Permanent (or an *Error from a nested Do that
+//     stopped as permanent or not idempotent), then RateLimited (with its
+//     hint);
 //  2. p.NonRetryable matchers: permanent;
 //  3. p.Retryable matchers: retryable; if the list is not empty and none
 //     matches, permanent;

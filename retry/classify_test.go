@@ -111,3 +111,12 @@ func TestErrorType(t *testing.T) {
 		})
 	}
 }
+
+func TestNestedDoPermanentStaysPermanent(t *testing.T) {
+	inner := &retry.Error{Reason: retry.StopPermanent, Cause: io.EOF}
+	var p retry.Policy
+	class, _ := p.Classify(fmt.Errorf("outer: %w", inner))
+	require.Equal(t, retry.ClassPermanent, class)
+	class, _ = p.Classify(&retry.Error{Reason: retry.StopExhausted, Cause: io.EOF})
+	require.Equal(t, retry.ClassRetryable, class, "an inner exhaustion is the outer policy's call")
+}

@@ -125,6 +125,9 @@ func (r *runner) init(ctx context.Context, m *Manager, cat Category, op string, 
 func (r *runner) next() (context.Context, context.CancelFunc) {
 	r.attempt++
 	a := &attemptCtx{Context: r.ctx, number: r.attempt, category: r.cat, operation: r.op}
+	if r.c != nil {
+		a.key = r.c.key
+	}
 	r.cur = a
 	if r.pol.AttemptTimeout > 0 {
 		return context.WithTimeout(a, r.pol.AttemptTimeout)
