@@ -43,9 +43,13 @@ func newKV(t *testing.T, js jetstream.JetStream, cfg idempotency.KVConfig) *idem
 func TestKVConformance(t *testing.T) {
 	s := natstest.Start(t)
 	_, js := s.JetStream(t)
-	storetest.Run(t, func(t *testing.T, now func() time.Time) idempotency.Store {
-		return newKV(t, js, idempotency.KVConfig{Now: now, Storage: jetstream.MemoryStorage})
-	})
+	for _, readFirst := range []bool{false, true} {
+		t.Run(fmt.Sprintf("ReadFirst=%v", readFirst), func(t *testing.T) {
+			storetest.Run(t, func(t *testing.T, now func() time.Time) idempotency.Store {
+				return newKV(t, js, idempotency.KVConfig{Now: now, Storage: jetstream.MemoryStorage, ReadFirst: readFirst})
+			})
+		})
+	}
 }
 
 // rawBucket opens the store's bucket for raw reads and writes.
