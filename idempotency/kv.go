@@ -279,22 +279,33 @@ func (k *KV) Claim(ctx context.Context, key, fingerprint string, lease time.Dura
 	if lease <= 0 {
 		return Claim{}, fmt.Errorf("idempotency: lease must be positive, got %v", lease)
 	}
-	owner, err := newOwner()
-	if err != nil {
-		return Claim{}, err
-	}
-	readFirst := k.readFirst
-	for range kvMaxRounds {
+	var owner string
+	// newRecord encodes the in-progress record of a new claim by us. It is
+	// built only when a write needs it: a hit read first costs no encoding.
+	newRecord := func() (kvRecord, []byte, error) {
+		if owner == "" {
+			o, err := newOwner()
+			if err != nil {
+				return kvRecord{}, nil, err
+			}
+			owner = o
+		}
 		now := k.now()
 		rec := kvRecord{
 			State: StateInProgress, Owner: owner, LeaseUntil: now.Add(lease),
 			Fingerprint: fingerprint, CreatedAt: now, UpdatedAt: now,
 		}
 		b, err := rec.encode()
-		if err != nil {
-			return Claim{}, err
-		}
+		return rec, b, err
+	}
+	claimed := func(status Status, rec kvRecord, rev uint64, prev string) Claim {
+		k.hold(owner, heldClaim{fingerprint: fingerprint, createdAt: rec.CreatedAt, leaseUntil: rec.LeaseUntil})
+		return Claim{Key: key, Status: status, Owner: owner, LeaseUntil: rec.LeaseUntil, PreviousOwner: prev, Revision: rev}
+	}
+	readFirst := k.readFirst
+	for range kvMaxRounds {
 		var e jetstream.KeyValueEntry
+		var err error
 		if readFirst {
 			readFirst = false
 			e, err = k.kv.Get(ctx, key)
@@ -303,13 +314,16 @@ func (k *KV) Claim(ctx context.Context, key, fingerprint string, lease time.Dura
 			}
 		}
 		if e == nil {
+			rec, b, err := newRecord()
+			if err != nil {
+				return Claim{}, err
+			}
 			// A write expecting no earlier message on the key's subject
 			// creates it in one round trip (kv.Create would read the key
 			// again on a conflict, to look for a delete marker).
 			rev, err := k.kv.Update(ctx, key, b, 0)
 			if err == nil {
-				k.hold(owner, heldClaim{fingerprint: fingerprint, createdAt: rec.CreatedAt, leaseUntil: rec.LeaseUntil})
-				return Claim{Key: key, Status: Claimed, Owner: owner, LeaseUntil: rec.LeaseUntil, Revision: rev}, nil
+				return claimed(Claimed, rec, rev, ""), nil
 			}
 			if !isConflict(err) {
 				return Claim{}, opErr(ctx, "claim", key, err)
@@ -320,8 +334,7 @@ func (k *KV) Claim(ctx context.Context, key, fingerprint string, lease time.Dura
 				// Create writes over it.
 				rev, err := k.kv.Create(ctx, key, b)
 				if err == nil {
-					k.hold(owner, heldClaim{fingerprint: fingerprint, createdAt: rec.CreatedAt, leaseUntil: rec.LeaseUntil})
-					return Claim{Key: key, Status: Claimed, Owner: owner, LeaseUntil: rec.LeaseUntil, Revision: rev}, nil
+					return claimed(Claimed, rec, rev, ""), nil
 				}
 				if !isConflict(err) {
 					return Claim{}, opErr(ctx, "claim", key, err)
@@ -345,19 +358,22 @@ func (k *KV) Claim(ctx context.Context, key, fingerprint string, lease time.Dura
 		case StateFailed:
 			return Claim{Key: key, Status: Failed, Failure: cur.Failure, Revision: e.Revision()}, nil
 		}
-		now = k.now()
-		if now.Before(cur.LeaseUntil) {
+		if k.now().Before(cur.LeaseUntil) {
 			return Claim{}, fmt.Errorf("%w: key %s owned by %s until %s", ErrInProgress, key, cur.Owner, cur.LeaseUntil.UTC().Format(time.RFC3339Nano))
 		}
 		// An orphan: take it over if nobody wrote since we read it.
-		rec.LeaseUntil, rec.CreatedAt, rec.UpdatedAt = now.Add(lease), cur.CreatedAt, now
-		if b, err = rec.encode(); err != nil {
+		rec, _, err := newRecord()
+		if err != nil {
+			return Claim{}, err
+		}
+		rec.CreatedAt = cur.CreatedAt
+		b, err := rec.encode()
+		if err != nil {
 			return Claim{}, err
 		}
 		rev, err := k.kv.Update(ctx, key, b, e.Revision())
 		if err == nil {
-			k.hold(owner, heldClaim{fingerprint: fingerprint, createdAt: rec.CreatedAt, leaseUntil: rec.LeaseUntil})
-			return Claim{Key: key, Status: TakenOver, Owner: owner, LeaseUntil: rec.LeaseUntil, PreviousOwner: cur.Owner, Revision: rev}, nil
+			return claimed(TakenOver, rec, rev, cur.Owner), nil
 		}
 		if !isConflict(err) {
 			return Claim{}, opErr(ctx, "take over", key, err)
