@@ -56,6 +56,12 @@ type PublisherConfig struct {
 	// across restarts, so that a new process replays what an earlier one
 	// left, for example a directory under os.UserCacheDir named after the
 	// service. It is created if missing.
+	//
+	// Its format is stable: segment files named by a 20-digit number,
+	// replayed in number order (new spools start at 00000000004294967296),
+	// each holding JSON lines, one event per line exactly as published;
+	// a file named LOCK; and "*.jsonl.bad" files, replayed segments that
+	// held unreadable lines, kept for inspection.
 	SpoolDir string
 
 	// SubjectPrefix is the subject prefix events are published under; it

@@ -2,8 +2,8 @@ package audit_test
 
 import (
 	"context"
-	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -24,6 +24,9 @@ func newPublisher(t *testing.T, js jetstream.JetStream, cfg audit.PublisherConfi
 	t.Helper()
 	if cfg.SpoolDir == "" {
 		cfg.SpoolDir = t.TempDir()
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.NewTextHandler(t.Output(), nil))
 	}
 	p, err := audit.NewPublisher(js, cfg)
 	require.NoError(t, err)
@@ -331,7 +334,7 @@ func TestPublisherConcurrentEmitAndNoLeak(t *testing.T) {
 	e := newEnv(t)
 	ctx := testCtx(t, 30*time.Second)
 	before := runtime.NumGoroutine()
-	p, err := audit.NewPublisher(e.js, audit.PublisherConfig{SpoolDir: t.TempDir(), BufferSize: 64})
+	p, err := audit.NewPublisher(e.js, audit.PublisherConfig{SpoolDir: t.TempDir(), BufferSize: 64, Logger: slog.New(slog.DiscardHandler)})
 	require.NoError(t, err)
 	var wg sync.WaitGroup
 	var mu sync.Mutex
@@ -366,8 +369,6 @@ func TestPublisherConcurrentEmitAndNoLeak(t *testing.T) {
 		require.Equal(t, 1, counts[id])
 	}
 }
-
-var _ = errors.Is
 
 func assertEventually(cond func() bool) bool {
 	for range 250 {
