@@ -53,7 +53,6 @@ type loop struct {
 	failed   []entry  // live entries whose publish failed, not yet spilled
 	batch    []entry
 	timer    *time.Timer
-	tick     *time.Ticker
 	backoff  time.Duration // next wait before retrying; 0 after a success
 }
 
@@ -61,11 +60,11 @@ func (p *Publisher) run() {
 	l := &loop{
 		p:     p,
 		timer: time.NewTimer(time.Hour),
-		tick:  time.NewTicker(p.cfg.SyncInterval),
 	}
 	defer close(p.done)
-	defer l.tick.Stop()
 	defer l.timer.Stop()
+	syncDone := make(chan struct{})
+	go p.syncer(syncDone)
 	// Start live even with a spool left by an earlier process: Emit may
 	// already have buffered events, older than those it spooled, and
 	// live drains them before it switches to replay.
@@ -77,7 +76,30 @@ func (p *Publisher) run() {
 			ph = l.replay()
 		}
 	}
+	<-syncDone // the syncer saw quit too
 	l.shutdown()
+}
+
+// syncer fsyncs the spool every SyncInterval, off the run loop, so that
+// disk latency never stalls publishing. It returns, closing done, when
+// quit is closed.
+func (p *Publisher) syncer(done chan<- struct{}) {
+	defer close(done)
+	tick := time.NewTicker(p.cfg.SyncInterval)
+	defer tick.Stop()
+	for {
+		select {
+		case <-tick.C:
+		case <-p.quit:
+			return
+		}
+		p.mu.Lock()
+		w := p.spool.takeSyncWork()
+		p.mu.Unlock()
+		if err := w.do(p.spool.dir); err != nil {
+			p.cfg.Logger.Error("audit: publisher: spool fsync failed", "spool_dir", p.spool.dir, "error", err)
+		}
+	}
 }
 
 // live publishes the buffer until the spool must be replayed or Close
@@ -120,8 +142,6 @@ func (l *loop) live() phase {
 			select {
 			case <-p.wake:
 				l.progress()
-			case <-l.tick.C:
-				l.service()
 			case <-p.quit:
 				return phaseQuit
 			}
@@ -240,10 +260,9 @@ func (l *loop) replay() phase {
 		}
 		seg := p.spool.closed[0]
 		f := seg.f
-		seg.f = nil
+		seg.f = nil // seg.dirty stays: the syncer fsyncs it by path
 		p.mu.Unlock()
 		if f != nil {
-			_ = f.Sync()
 			_ = f.Close()
 		}
 
@@ -362,6 +381,12 @@ const (
 func (l *loop) awaitHead() (event, error) {
 	p := l.p
 	f := &l.inflight[0]
+	// Fast path: under load the oldest ack has usually arrived.
+	select {
+	case <-f.paf.Ok():
+		return evAck, nil
+	default:
+	}
 	l.timer.Reset(time.Until(f.deadline))
 	select {
 	case <-f.paf.Ok():
@@ -372,8 +397,6 @@ func (l *loop) awaitHead() (event, error) {
 		return evFail, errAckTimeout
 	case <-p.wake:
 		l.progress()
-	case <-l.tick.C:
-		l.service()
 	case <-p.quit:
 		return evQuit, nil
 	}
@@ -402,8 +425,7 @@ func (l *loop) deadline() time.Time {
 	return time.Now().Add(2 * l.p.cfg.AckTimeout)
 }
 
-// sleep waits for the current backoff, doing the periodic work meanwhile.
-// A Flush cuts it short. It returns false when Close stops the loop.
+// sleep waits for the current backoff. A Flush cuts it short. It returns false when Close stops the loop.
 func (l *loop) sleep() bool {
 	p := l.p
 	t := time.NewTimer(l.backoff)
@@ -417,8 +439,6 @@ func (l *loop) sleep() bool {
 				l.progress()
 				return true
 			}
-		case <-l.tick.C:
-			l.service()
 		case <-p.quit:
 			return false
 		}
@@ -474,31 +494,6 @@ func (l *loop) progress() {
 	p.mu.Unlock()
 }
 
-// service fsyncs the spool's active segment, syncs and closes the files
-// of closed segments, and fsyncs the directory when files changed.
-func (l *loop) service() {
-	p := l.p
-	p.mu.Lock()
-	active, closing := p.spool.takeFiles()
-	dir := p.spool.dirDirty
-	p.spool.dirDirty = false
-	p.mu.Unlock()
-	if active != nil {
-		if err := active.Sync(); err != nil && !errors.Is(err, os.ErrClosed) {
-			p.cfg.Logger.Error("audit: publisher: spool fsync failed", "error", err)
-		}
-	}
-	for _, f := range closing {
-		_ = f.Sync()
-		_ = f.Close()
-	}
-	if dir {
-		if err := syncDir(p.spool.dir); err != nil {
-			p.cfg.Logger.Error("audit: publisher: spool directory fsync failed", "error", err)
-		}
-	}
-}
-
 // shutdown runs when Close stops the loop: every live entry not acked (in
 // flight, failed or buffered) is written to the spool as a head segment,
 // the spool's files are synced and closed, and its lock released.
@@ -538,13 +533,12 @@ func (l *loop) shutdown() {
 	}
 	p.mu.Lock()
 	p.spool.rotate()
-	_, closing := p.spool.takeFiles()
+	w := p.spool.takeSyncWork()
 	p.mu.Unlock()
-	for _, f := range closing {
-		_ = f.Sync()
-		_ = f.Close()
+	w.dir = true
+	if err := w.do(p.spool.dir); err != nil {
+		p.cfg.Logger.Error("audit: publisher: spool fsync failed at close", "spool_dir", p.spool.dir, "error", err)
 	}
-	_ = syncDir(p.spool.dir)
 	p.spool.unlock()
 	if p.own {
 		p.js.CleanupPublisher()

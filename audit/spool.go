@@ -2,6 +2,7 @@ package audit
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -10,6 +11,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // Spool layout. A spool directory holds one lock file and segment files
@@ -35,9 +37,9 @@ type segment struct {
 	minSeq uint64 // accept sequence of its oldest event; 0 when from an earlier process
 	dirty  bool   // written since the last fsync
 	loaded bool   // left by an earlier process; its lines count as pending
-	// f is open while the segment is written, and until the run loop syncs
-	// and closes it. Emit writes through it while the segment is active;
-	// once closed, only the run loop touches it.
+	// f is open while the segment is written, and until the syncer or the
+	// run loop takes it (under the lock) to close it. Emit writes through
+	// it while the segment is active.
 	f *os.File
 }
 
@@ -221,21 +223,74 @@ func (s *spool) remove(seg *segment) {
 	}
 }
 
-// takeFiles returns the files the run loop must sync: the active file if
-// dirty, which stays open, and the files of closed segments, which it must
-// also close (their f is cleared).
-func (s *spool) takeFiles() (sync *os.File, closeFiles []*os.File) {
+// syncWork is what the syncer does outside the lock: fsync active (which
+// stays open), fsync and close each of closing, fsync the files at paths
+// (closed segments whose file the run loop already closed; one may be
+// gone, replayed and removed), then fsync the directory if dir.
+type syncWork struct {
+	active     *os.File
+	activePath string // to sync by path if the run loop closed active meanwhile
+	closing    []*os.File
+	paths      []string
+	dir        bool
+}
+
+// takeSyncWork collects the fsyncs due and marks them done: the dirty
+// segments and the directory. The files of closed segments are taken to
+// be closed.
+func (s *spool) takeSyncWork() syncWork {
+	var w syncWork
 	if a := s.active; a != nil && a.dirty {
 		a.dirty = false
-		sync = a.f
+		w.active, w.activePath = a.f, s.path(a.num)
 	}
 	for _, seg := range s.closed {
-		if seg.f != nil {
-			closeFiles = append(closeFiles, seg.f)
+		switch {
+		case seg.f != nil:
+			w.closing = append(w.closing, seg.f)
 			seg.f = nil
+		case seg.dirty:
+			w.paths = append(w.paths, s.path(seg.num))
+		}
+		seg.dirty = false
+	}
+	w.dir, s.dirDirty = s.dirDirty, false
+	return w
+}
+
+// do performs w and returns the first error, ignoring files already
+// removed.
+func (w syncWork) do(dir string) error {
+	var first error
+	keep := func(err error) {
+		if err != nil && first == nil && !errors.Is(err, os.ErrNotExist) && !errors.Is(err, os.ErrClosed) {
+			first = err
 		}
 	}
-	return sync, closeFiles
+	if w.active != nil {
+		if err := w.active.Sync(); errors.Is(err, os.ErrClosed) {
+			w.paths = append(w.paths, w.activePath)
+		} else {
+			keep(err)
+		}
+	}
+	for _, f := range w.closing {
+		keep(f.Sync())
+		keep(f.Close())
+	}
+	for _, path := range w.paths {
+		f, err := os.Open(path)
+		if err != nil {
+			keep(err)
+			continue
+		}
+		keep(f.Sync()) // on Linux, fsync through any descriptor flushes the file
+		keep(f.Close())
+	}
+	if w.dir {
+		keep(syncDir(dir))
+	}
+	return first
 }
 
 // unlock releases the spool directory lock.
@@ -282,13 +337,21 @@ func readSegment(path string) (entries []entry, bad int, err error) {
 		if len(bytes.TrimSpace(line)) == 0 {
 			continue
 		}
-		var e Event
-		if e.UnmarshalJSON(line) != nil || e.Validate() != nil {
+		// Only the fields the subject and headers need, and Validate
+		// checks, are decoded.
+		var h struct {
+			Type      Type      `json:"event_type"`
+			Category  string    `json:"retry_category"`
+			EventID   string    `json:"event_id"`
+			Timestamp time.Time `json:"timestamp"`
+		}
+		if json.Unmarshal(line, &h) != nil ||
+			(Event{Type: h.Type, Category: h.Category, EventID: h.EventID, Timestamp: h.Timestamp}).Validate() != nil {
 			bad++
 			continue
 		}
 		entries = append(entries, entry{
-			data: line, id: e.EventID, typ: e.Type, cat: e.Category, ts: e.Timestamp,
+			data: line, id: h.EventID, typ: h.Type, cat: h.Category, ts: h.Timestamp,
 		})
 	}
 	return entries, bad, nil
