@@ -2,9 +2,48 @@
 // emitters that record them.
 //
 // Every retry decision and every idempotency decision is recorded as an
-// Event and handed to an Emitter. Memory keeps events for tests and Slog
-// writes them as log records; a JetStream publisher, added later, appends
-// them to the audit stream.
+// Event and handed to an Emitter. Memory keeps events for tests, Slog
+// writes them as log records, and Publisher appends them to the JetStream
+// audit stream. Query, Tail and Stats read the stream back.
+//
+// # The audit stream
+//
+// EnsureStream creates the stream a StreamConfig describes (default name
+// JETRETRY_AUDIT, subjects "jetretry.audit.>"). It is append-only: delete,
+// purge and rollup are refused, events leave it only by MaxAge, and its
+// Duplicates window (default 10 minutes) makes re-publishing an event
+// harmless. Each event is published on
+// "<prefix>.<event_type>.<retry_category>" (Subject), with both tokens
+// sanitized so that no event text can add a token or a wildcard, and with
+// its event_id as the Nats-Msg-Id header; FilterSubject builds the
+// matching filters, for this package's readers and for the nats CLI.
+//
+// # Publishing without losing events
+//
+// A Publisher's Emit never waits on the network: it queues the encoded
+// event in a bounded buffer, and a background goroutine publishes it with
+// PublishMsgAsync and tracks its ack. When the buffer is full, or a publish
+// fails or times out because NATS is down, events go to a local spool
+// directory (JSON lines, fsynced every SyncInterval) instead. Once anything
+// is spooled, later events are spooled behind it until the spool is
+// drained, so the spool is a single FIFO: it is replayed in order, oldest
+// segment first, once NATS answers, and a segment is deleted only when the
+// stream has acked every event in it. A new Publisher replays the spool an
+// earlier process left. Re-publishing an event whose ack was lost is
+// deduplicated by the stream within its Duplicates window, so an outage
+// loses no event and, unless it outlasts that window, stores none twice.
+// Flush waits for the acks; Close flushes what it can and spools the rest.
+//
+// # Reading and statistics
+//
+// Query returns the events matching a Filter (types, categories, tenant,
+// correlation id, time range), read with an ordered consumer up to the
+// stream's last message at the time of the call; Tail follows new events.
+// ComputeStats turns events into per-category CategoryStats, seed 002's
+// "Retry Pattern Analysis": attempts, exhaustions, idempotency hits and
+// records, success rate and average attempts of the calls that failed at
+// least once (a call that succeeds at its first attempt emits no event, so
+// it is not counted). Stats does both against the stream.
 //
 // # The event contract
 //

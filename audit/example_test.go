@@ -49,3 +49,30 @@ func ExampleEvent_Validate() {
 	// Output:
 	// audit: invalid event: retry_category is required
 }
+
+func ExampleSubject() {
+	e := audit.Event{Type: audit.TypeRetryAttempt, Category: "RETRY.KV>GET *"}
+	fmt.Println(audit.Subject("jetretry.audit", e))
+	fmt.Println(audit.FilterSubject("jetretry.audit", "", "RETRY.KV>GET *"))
+	// Output:
+	// jetretry.audit.retry_attempt.RETRY_KV_GET__
+	// jetretry.audit.*.RETRY_KV_GET__
+}
+
+func ExampleComputeStats() {
+	events := []audit.Event{
+		// A call that failed once, then succeeded: one retry_attempt.
+		{Type: audit.TypeRetryAttempt, Category: "RETRY_KV_GET", AttemptNumber: 1},
+		// A call that failed three times: two retry_attempts and an
+		// exhaustion.
+		{Type: audit.TypeRetryAttempt, Category: "RETRY_KV_GET", AttemptNumber: 1},
+		{Type: audit.TypeRetryAttempt, Category: "RETRY_KV_GET", AttemptNumber: 2},
+		{Type: audit.TypeRetryExhausted, Category: "RETRY_KV_GET", TotalAttempts: 3},
+		// Calls that succeeded at once emit nothing and are not counted.
+	}
+	s := audit.ComputeStats(events)["RETRY_KV_GET"]
+	fmt.Printf("attempts=%d calls=%d failed=%d success=%.2f avg=%.2f\n",
+		s.Attempts, s.CallsWithFailures, s.FailedCalls, s.SuccessRate, s.AvgAttempts)
+	// Output:
+	// attempts=3 calls=2 failed=1 success=0.50 avg=2.50
+}
