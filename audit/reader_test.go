@@ -221,3 +221,26 @@ func TestTailSinceAndCallbackError(t *testing.T) {
 	}
 	require.Equal(t, want, ids(seen))
 }
+
+func TestQueryHostileCategories(t *testing.T) {
+	e := newEnv(t)
+	ctx := testCtx(t, 20*time.Second)
+	p := newPublisher(t, e.js, audit.PublisherConfig{})
+	cats := []string{"a.b", "a_b", "*", ">", "a b", "tab\tcat", "ünï", "🔥", "x.>", "RETRY_KV_GET"}
+	byCat := map[string]string{}
+	for i, c := range cats {
+		ev := event(audit.TypeRetryAttempt, c, i)
+		ev.Type = audit.Type("type." + c) // hostile types too
+		require.NoError(t, p.Emit(ctx, ev))
+		byCat[c] = ev.EventID
+	}
+	require.NoError(t, p.Flush(ctx))
+	for _, c := range cats {
+		got, err := audit.Query(ctx, e.js, e.cfg, audit.Filter{Categories: []string{c}, Types: []audit.Type{audit.Type("type." + c)}})
+		require.NoError(t, err)
+		require.Equal(t, []string{byCat[c]}, ids(got), "category %q", c)
+	}
+	all, err := audit.Query(ctx, e.js, e.cfg, audit.Filter{})
+	require.NoError(t, err)
+	require.Len(t, all, len(cats))
+}
