@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
+	"math/bits"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -506,51 +507,76 @@ func headerValue(s string) string {
 	return s
 }
 
-// queue is a FIFO of entries.
+// queue is a FIFO of entries: a ring buffer that doubles when full.
 type queue struct {
-	items []entry
-	head  int
+	items []entry // len is the capacity; a power of two once grown
+	head  int     // index of the oldest entry
+	n     int     // entries queued
 }
 
-func (q *queue) len() int { return len(q.items) - q.head }
+func (q *queue) len() int { return q.n }
 
-func (q *queue) push(e entry) { q.items = append(q.items, e) }
+func (q *queue) at(i int) *entry { return &q.items[(q.head+i)&(len(q.items)-1)] }
+
+func (q *queue) push(e entry) {
+	if q.n == len(q.items) {
+		grown := make([]entry, max(64, 2*len(q.items)))
+		q.copyTo(grown)
+		q.items, q.head = grown, 0
+	}
+	*q.at(q.n) = e
+	q.n++
+}
+
+// copyTo copies the entries, oldest first, to dst, which must be long
+// enough.
+func (q *queue) copyTo(dst []entry) {
+	if q.n == 0 {
+		return
+	}
+	end := q.head + q.n
+	if end <= len(q.items) {
+		copy(dst, q.items[q.head:end])
+		return
+	}
+	k := copy(dst, q.items[q.head:])
+	copy(dst[k:], q.items[:end-len(q.items)])
+}
 
 // take moves up to n entries, oldest first, to dst.
 func (q *queue) take(n int, dst []entry) []entry {
-	k := min(n, q.len())
-	dst = append(dst, q.items[q.head:q.head+k]...)
-	clear(q.items[q.head : q.head+k])
-	q.head += k
-	switch {
-	case q.head == len(q.items):
-		q.items, q.head = q.items[:0], 0
-	case q.head > len(q.items)/2:
-		m := copy(q.items, q.items[q.head:])
-		clear(q.items[m:])
-		q.items, q.head = q.items[:m], 0
+	k := min(n, q.n)
+	for i := range k {
+		e := q.at(i)
+		dst = append(dst, *e)
+		*e = entry{}
 	}
+	q.head = (q.head + k) & (len(q.items) - 1)
+	q.n -= k
 	return dst
 }
 
 // drain removes and returns every entry.
 func (q *queue) drain() []entry {
-	out := append([]entry(nil), q.items[q.head:]...)
+	out := make([]entry, q.n)
+	q.copyTo(out)
 	clear(q.items)
-	q.items, q.head = q.items[:0], 0
+	q.head, q.n = 0, 0
 	return out
 }
 
 // prepend puts es, which are older than every queued entry, at the front.
 func (q *queue) prepend(es []entry) {
-	q.items = append(append([]entry(nil), es...), q.items[q.head:]...)
-	q.head = 0
+	items := make([]entry, max(64, 1<<bits.Len(uint(len(es)+q.n))))
+	k := copy(items, es)
+	q.copyTo(items[k:])
+	q.items, q.head, q.n = items, 0, k+q.n
 }
 
 // minSeq returns the oldest entry's accept sequence, or MaxUint64.
 func (q *queue) minSeq() uint64 {
-	if q.len() == 0 {
+	if q.n == 0 {
 		return math.MaxUint64
 	}
-	return q.items[q.head].seq
+	return q.at(0).seq
 }
