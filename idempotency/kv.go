@@ -8,6 +8,7 @@ import (
 	"math"
 	"regexp"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -65,17 +66,34 @@ type KVConfig struct {
 	// Storage is the bucket's storage. Default jetstream.FileStorage (the
 	// zero value).
 	Storage jetstream.StorageType
-	// ReadFirst makes Claim read the key before trying to create it. A
-	// duplicate (a cached hit, a live claim) then costs one round trip
-	// instead of two, and a new key three instead of two. Leave it off
-	// unless most keys are duplicates. Default false.
-	ReadFirst bool
+	// Claim chooses how Claim looks for an existing record. Creating
+	// first costs a new key two round trips in all (create, complete) and a
+	// duplicate (a cached hit, a live claim) two; reading first costs a
+	// duplicate one and a new key three. Default ClaimAdaptive: read first
+	// while most recent claims found an existing record.
+	Claim ClaimMode
 	// Now is the clock that leases are set and enforced by: a claim is
 	// live while Now is before its record's lease_until. If nil, time.Now
 	// is used. Processes sharing a bucket need clocks that agree to well
 	// within a lease.
 	Now func() time.Time
 }
+
+// ClaimMode is how KV.Claim looks for an existing record; see
+// KVConfig.Claim.
+type ClaimMode uint8
+
+// Claim modes.
+const (
+	// ClaimAdaptive reads first while more than half of the recent claims
+	// (an exponential average over about the last 16) found an existing
+	// record, and creates first otherwise.
+	ClaimAdaptive ClaimMode = iota
+	// ClaimCreateFirst always tries to create the record first.
+	ClaimCreateFirst
+	// ClaimReadFirst always reads the key first.
+	ClaimReadFirst
+)
 
 // withDefaults returns c with defaults filled in, or an error wrapping
 // ErrInvalidConfig.
@@ -103,6 +121,8 @@ func (c KVConfig) withDefaults() (KVConfig, error) {
 		return c, fmt.Errorf("%w: negative limit marker TTL %v", ErrInvalidConfig, c.LimitMarkerTTL)
 	case c.LimitMarkerTTL > 0 && c.LimitMarkerTTL < time.Second:
 		return c, fmt.Errorf("%w: limit marker TTL must be at least 1s, got %v", ErrInvalidConfig, c.LimitMarkerTTL)
+	case c.Claim > ClaimReadFirst:
+		return c, fmt.Errorf("%w: unknown claim mode %d", ErrInvalidConfig, c.Claim)
 	case c.MaxValueSize < 0:
 		return c, fmt.Errorf("%w: negative max value size %d", ErrInvalidConfig, c.MaxValueSize)
 	case c.MaxValueSize > 0 && c.MaxValueSize <= kvHeaderRoom+256:
@@ -136,7 +156,10 @@ type KV struct {
 	nc        *nats.Conn
 	now       func() time.Time
 	bucketMax int // the bucket's max value size; 0 for none
-	readFirst bool
+	mode      ClaimMode
+	// dups is an exponential average of how often a claim found an
+	// existing record, scaled to 0..dupScale (ClaimAdaptive).
+	dups atomic.Int64
 
 	// held caches, by owner, what an owned claim's later writes must carry
 	// over from its record, so that they need no read.
@@ -192,7 +215,7 @@ func NewKV(ctx context.Context, js jetstream.JetStream, cfg KVConfig) (*KV, erro
 	if err != nil {
 		return nil, setupErr(ctx, cfg.Bucket, err)
 	}
-	k := &KV{kv: bucket, nc: js.Conn(), now: cfg.Now, readFirst: cfg.ReadFirst, held: make(map[string]heldClaim)}
+	k := &KV{kv: bucket, nc: js.Conn(), now: cfg.Now, mode: cfg.Claim, held: make(map[string]heldClaim)}
 	if m := st.Config().MaxValueSize; m > 0 {
 		k.bucketMax = int(m)
 	}
@@ -299,10 +322,11 @@ func (k *KV) Claim(ctx context.Context, key, fingerprint string, lease time.Dura
 		return rec, b, err
 	}
 	claimed := func(status Status, rec kvRecord, rev uint64, prev string) Claim {
+		k.noteDuplicate(status != Claimed)
 		k.hold(owner, heldClaim{fingerprint: fingerprint, createdAt: rec.CreatedAt, leaseUntil: rec.LeaseUntil})
 		return Claim{Key: key, Status: status, Owner: owner, LeaseUntil: rec.LeaseUntil, PreviousOwner: prev, Revision: rev}
 	}
-	readFirst := k.readFirst
+	readFirst := k.readFirst()
 	for range kvMaxRounds {
 		var e jetstream.KeyValueEntry
 		var err error
@@ -345,6 +369,7 @@ func (k *KV) Claim(ctx context.Context, key, fingerprint string, lease time.Dura
 				return Claim{}, opErr(ctx, "claim", key, err)
 			}
 		}
+		k.noteDuplicate(true)
 		cur, err := decodeKVRecord(key, e.Revision(), e.Value())
 		if err != nil {
 			return Claim{}, err
@@ -381,6 +406,33 @@ func (k *KV) Claim(ctx context.Context, key, fingerprint string, lease time.Dura
 		// Another writer won the race: decide again from what it wrote.
 	}
 	return Claim{}, fmt.Errorf("%w: key %s: lost %d races for it", ErrInProgress, key, kvMaxRounds)
+}
+
+// dupScale is the fixed-point scale of KV.dups.
+const dupScale = 1 << 10
+
+// readFirst reports whether Claim should read the key before creating it.
+func (k *KV) readFirst() bool {
+	switch k.mode {
+	case ClaimReadFirst:
+		return true
+	case ClaimCreateFirst:
+		return false
+	}
+	return k.dups.Load() > dupScale/2
+}
+
+// noteDuplicate updates the average of claims that found a record. Lost
+// updates under concurrency only blur an average, so a plain load and
+// store suffice.
+func (k *KV) noteDuplicate(found bool) {
+	d := k.dups.Load()
+	if found {
+		d += (dupScale - d) / 16
+	} else {
+		d -= d / 16
+	}
+	k.dups.Store(d)
 }
 
 // hold remembers what an owned claim's later writes carry over. Claims

@@ -64,3 +64,18 @@ func TestKVHeldCacheIsPrunedAndOptional(t *testing.T) {
 	require.Equal(t, TakenOver, taken.Status)
 	require.ErrorIs(t, kv.Complete(ctx, abandoned[8], []byte(`1`)), ErrLeaseLost)
 }
+
+func TestKVAdaptiveClaimMode(t *testing.T) {
+	k := &KV{mode: ClaimAdaptive}
+	require.False(t, k.readFirst(), "a fresh store creates first")
+	for i := 0; i < 16; i++ {
+		k.noteDuplicate(true)
+	}
+	require.True(t, k.readFirst(), "mostly duplicates: read first")
+	for i := 0; i < 16; i++ {
+		k.noteDuplicate(false)
+	}
+	require.False(t, k.readFirst(), "mostly new keys: create first")
+	require.True(t, (&KV{mode: ClaimReadFirst}).readFirst())
+	require.False(t, (&KV{mode: ClaimCreateFirst}).readFirst())
+}

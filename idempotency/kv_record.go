@@ -1,7 +1,6 @@
 package idempotency
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -38,13 +37,15 @@ type kvRecord struct {
 func (r *kvRecord) encode() ([]byte, error) {
 	r.V = kvRecordVersion
 	r.LeaseUntil, r.CreatedAt, r.UpdatedAt = r.LeaseUntil.UTC(), r.CreatedAt.UTC(), r.UpdatedAt.UTC()
-	var b bytes.Buffer
-	enc := json.NewEncoder(&b)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(r); err != nil {
-		return nil, fmt.Errorf("idempotency: encode record: %w", err)
+	if len(r.Result) > 0 && !json.Valid(r.Result) {
+		return nil, errors.New("idempotency: encode record: result is not valid JSON")
 	}
-	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
+	for _, t := range [...]time.Time{r.LeaseUntil, r.CreatedAt, r.UpdatedAt} {
+		if y := t.Year(); y < 0 || y > 9999 {
+			return nil, fmt.Errorf("idempotency: encode record: year %d out of range", y)
+		}
+	}
+	return appendRecord(make([]byte, 0, 256+len(r.Result)+len(r.Failure)), r), nil
 }
 
 // decodeKVRecord decodes the value of key at revision, or returns a
@@ -54,8 +55,14 @@ func decodeKVRecord(key string, revision uint64, value []byte) (kvRecord, error)
 	corrupt := func(err error) (kvRecord, error) {
 		return kvRecord{}, &CorruptRecordError{Key: key, Revision: revision, Err: err}
 	}
-	if err := json.Unmarshal(value, &r); err != nil {
-		return corrupt(err)
+	if !json.Valid(value) {
+		return corrupt(errors.New("not valid JSON"))
+	}
+	if !decodeRecordFast(value, &r) {
+		r = kvRecord{}
+		if err := json.Unmarshal(value, &r); err != nil {
+			return corrupt(err)
+		}
 	}
 	if r.V != kvRecordVersion {
 		if r.V == 0 {

@@ -43,10 +43,10 @@ func newKV(t *testing.T, js jetstream.JetStream, cfg idempotency.KVConfig) *idem
 func TestKVConformance(t *testing.T) {
 	s := natstest.Start(t)
 	_, js := s.JetStream(t)
-	for _, readFirst := range []bool{false, true} {
-		t.Run(fmt.Sprintf("ReadFirst=%v", readFirst), func(t *testing.T) {
+	for _, mode := range []idempotency.ClaimMode{idempotency.ClaimAdaptive, idempotency.ClaimCreateFirst, idempotency.ClaimReadFirst} {
+		t.Run(fmt.Sprintf("mode=%d", mode), func(t *testing.T) {
 			storetest.Run(t, func(t *testing.T, now func() time.Time) idempotency.Store {
-				return newKV(t, js, idempotency.KVConfig{Now: now, Storage: jetstream.MemoryStorage, ReadFirst: readFirst})
+				return newKV(t, js, idempotency.KVConfig{Now: now, Storage: jetstream.MemoryStorage, Claim: mode})
 			})
 		})
 	}
