@@ -36,8 +36,7 @@ func doIdempotent[T any](r *runner, fn func(context.Context) (T, error)) (T, err
 	}
 	fp := c.fingerprint
 	if fp == "" {
-		sum := sha256.Sum256([]byte(string(r.cat) + "\x00" + r.op))
-		fp = hex.EncodeToString(sum[:])
+		fp = m.defaultFingerprint(r.cat, r.op)
 	}
 	claim, err := m.store.Claim(r.ctx, c.key, fp, m.lease)
 	if err != nil && c.waitResult && errors.Is(err, idempotency.ErrInProgress) {
@@ -216,4 +215,37 @@ func (k *keepAlive) run(ctx context.Context, m *Manager, cancel context.CancelCa
 			m.logger.Warn("jetretry: idempotency lease renewal failed", "idempotency_key", c.Key, "error", err)
 		}
 	}
+}
+
+// fpKey identifies a default fingerprint.
+type fpKey struct {
+	cat Category
+	op  string
+}
+
+// maxCachedFingerprints bounds the default-fingerprint cache; past it,
+// fingerprints are computed every time.
+const maxCachedFingerprints = 4096
+
+// defaultFingerprint is the fingerprint of calls without WithFingerprint:
+// the SHA-256 of category and operation, cached per pair.
+func (m *Manager) defaultFingerprint(cat Category, op string) string {
+	k := fpKey{cat, op}
+	m.fpMu.RLock()
+	fp, ok := m.fps[k]
+	m.fpMu.RUnlock()
+	if ok {
+		return fp
+	}
+	sum := sha256.Sum256([]byte(string(cat) + "\x00" + op))
+	fp = hex.EncodeToString(sum[:])
+	m.fpMu.Lock()
+	if m.fps == nil {
+		m.fps = make(map[fpKey]string)
+	}
+	if len(m.fps) < maxCachedFingerprints {
+		m.fps[k] = fp
+	}
+	m.fpMu.Unlock()
+	return fp
 }

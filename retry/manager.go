@@ -3,6 +3,7 @@ package retry
 import (
 	"fmt"
 	"log/slog"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -33,6 +34,9 @@ type Manager struct {
 	tp       trace.TracerProvider
 	mp       metric.MeterProvider
 	tel      atomic.Pointer[telemetry]
+
+	fpMu sync.RWMutex
+	fps  map[fpKey]string // default fingerprints
 }
 
 // ManagerOption configures a Manager.
