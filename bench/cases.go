@@ -73,6 +73,12 @@ func Cases() []Case {
 	}
 }
 
+// AllCases returns Cases followed by the cases that run against an
+// embedded nats-server.
+func AllCases() []Case {
+	return append(Cases(), natsCases()...)
+}
+
 // Every library gets the same policy: three attempts, no wait.
 const attempts = 3
 

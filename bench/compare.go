@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"regexp"
 	"runtime"
 	"runtime/debug"
 	"slices"
@@ -32,6 +33,8 @@ type Options struct {
 	BenchTime time.Duration
 	// Progress, when not nil, receives a line per finished run.
 	Progress io.Writer
+	// Groups, when not nil, keeps only the groups whose name it matches.
+	Groups *regexp.Regexp
 }
 
 // Result is the outcome of one case over all its runs.
@@ -89,7 +92,16 @@ func Compare(opts Options) (*Report, error) {
 			return nil, fmt.Errorf("bench: set benchtime: %w", err)
 		}
 	}
-	cases := Cases()
+	var cases []Case
+	for _, c := range AllCases() {
+		if opts.Groups == nil || opts.Groups.MatchString(c.Group) {
+			cases = append(cases, c)
+		}
+	}
+	if len(cases) == 0 {
+		return nil, fmt.Errorf("bench: no case matches the group filter")
+	}
+	defer Shutdown()
 	for _, c := range cases {
 		if c.Verify == nil {
 			continue
@@ -185,11 +197,13 @@ func (rep *Report) WriteTable(w io.Writer) error {
 			}
 			fmt.Fprintf(tw, "%-12s\t%s\t%s–%s\t%d\t%d\t%s\t\n", r.Name, formatNs(r.NsPerOp),
 				formatNs(slices.Min(r.Samples)), formatNs(slices.Max(r.Samples)), r.AllocsPerOp, r.BytesPerOp, ratio)
-			switch r.Name {
-			case Jetretry:
+			switch {
+			case r.Name == Jetretry:
 				jet = r
-			case Raw:
+			case r.Name == Raw:
 				raw = r
+			case strings.HasPrefix(r.Name, Jetretry+"-"):
+				// a jetretry variant, not a peer
 			default:
 				if r.RatioToJetretry > 0 && r.RatioToJetretry <= 1 {
 					fastest = false
@@ -201,7 +215,16 @@ func (rep *Report) WriteTable(w io.Writer) error {
 			return err
 		}
 		if jet != nil && raw != nil {
-			fmt.Fprintf(&b, "jetretry vs raw: %.1f× (+%.1f ns/op)\n", jet.NsPerOp/raw.NsPerOp, jet.NsPerOp-raw.NsPerOp)
+			if goal, ok := Goals[group]; ok {
+				got := raw.NsPerOp / jet.NsPerOp
+				verdict := "met"
+				if got < goal {
+					verdict = "NOT met"
+				}
+				fmt.Fprintf(&b, "jetretry throughput ÷ raw: %.2f× (goal ≥%.1f×: %s)\n", got, goal, verdict)
+			} else {
+				fmt.Fprintf(&b, "jetretry vs raw: %.1f× (+%.1f ns/op)\n", jet.NsPerOp/raw.NsPerOp, jet.NsPerOp-raw.NsPerOp)
+			}
 		}
 		if jet != nil && len(peersIn(rep.Results, group)) > 0 {
 			if fastest {
@@ -269,7 +292,7 @@ func groups(rs []Result) []string {
 func peersIn(rs []Result, group string) []string {
 	var ps []string
 	for _, r := range rs {
-		if r.Group == group && r.Name != Jetretry && r.Name != Raw {
+		if r.Group == group && r.Name != Jetretry && r.Name != Raw && !strings.HasPrefix(r.Name, Jetretry+"-") {
 			ps = append(ps, r.Name)
 		}
 	}

@@ -36,3 +36,9 @@ func TestOneRetryCallsTwice(t *testing.T) {
 		})
 	}
 }
+
+func BenchmarkNATS(b *testing.B) {
+	for _, c := range natsCases() {
+		b.Run(c.Group+"/"+c.Name, c.Bench)
+	}
+}

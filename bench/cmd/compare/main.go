@@ -4,13 +4,14 @@
 //
 // Usage:
 //
-//	go run ./cmd/compare [-runs 5] [-benchtime 1s] [-json results.json]
+//	go run ./cmd/compare [-runs 5] [-benchtime 1s] [-groups REGEXP] [-json results.json]
 package main
 
 import (
 	"flag"
 	"fmt"
 	"os"
+	"regexp"
 
 	"github.com/jetretry/jetretry/bench"
 )
@@ -20,15 +21,27 @@ func main() {
 	benchTime := flag.Duration("benchtime", 0, "target duration of one run (default 1s, as go test)")
 	jsonPath := flag.String("json", "", "also write the results as JSON to this file")
 	quiet := flag.Bool("q", false, "do not print progress to stderr")
+	groups := flag.String("groups", "", "only the groups matching this regular expression (e.g. '^KV|Audit')")
 	flag.Parse()
 
 	opts := bench.Options{Runs: *runs, BenchTime: *benchTime, Progress: os.Stderr}
+	if *groups != "" {
+		re, err := regexp.Compile(*groups)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "compare: -groups:", err)
+			os.Exit(2)
+		}
+		opts.Groups = re
+	}
 	if *quiet {
 		opts.Progress = nil
 	}
 	rep, err := bench.Compare(opts)
 	if err == nil {
 		err = rep.WriteTable(os.Stdout)
+	}
+	if n := bench.AuditSpooled(); err == nil && n > 0 {
+		fmt.Printf("\nAuditEmit: %d events went through the disk spool (buffer full); all were published before Flush returned\n", n)
 	}
 	if err == nil && *jsonPath != "" {
 		err = rep.WriteJSON(*jsonPath)
