@@ -38,7 +38,7 @@ var (
 // Defaults of PublisherConfig.
 const (
 	DefaultBufferSize    = 4096
-	DefaultMaxPending    = 256
+	DefaultMaxPending    = 512
 	DefaultAckTimeout    = 5 * time.Second
 	DefaultRetryWait     = 100 * time.Millisecond
 	DefaultMaxRetryWait  = 2 * time.Second
@@ -74,7 +74,7 @@ type PublisherConfig struct {
 	// it is full, Emit writes to the spool instead. Default 4096.
 	BufferSize int
 
-	// MaxPending bounds the publishes awaiting an ack. Default 256.
+	// MaxPending bounds the publishes awaiting an ack. Default 512.
 	MaxPending int
 
 	// AckTimeout is how long a publish may wait for its ack before it is
