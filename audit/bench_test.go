@@ -52,7 +52,10 @@ func BenchmarkPublisherEmit(b *testing.B) {
 			e.EventID = audit.NewEventID()
 			buf = e.AppendJSON(buf[:0])
 			data := append([]byte(nil), buf...) // PublishAsync keeps it until acked
-			if _, err := js.PublishAsync(audit.Subject(audit.DefaultSubjectPrefix, e), data, jetstream.WithMsgID(e.EventID)); err != nil {
+			// A long stall wait: on a loaded machine the default 200ms can
+			// fail the baseline with ErrTooManyStalledMsgs.
+			if _, err := js.PublishAsync(audit.Subject(audit.DefaultSubjectPrefix, e), data,
+				jetstream.WithMsgID(e.EventID), jetstream.WithStallWait(30*time.Second)); err != nil {
 				b.Fatal(err)
 			}
 		}
