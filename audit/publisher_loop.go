@@ -306,7 +306,7 @@ func (l *loop) replay() phase {
 			err = os.Remove(path)
 		}
 		if err != nil && !errors.Is(err, os.ErrNotExist) {
-			p.cfg.Logger.Warn("audit: publisher: cannot remove replayed spool segment; it will be replayed again",
+			p.cfg.Logger.Warn("audit: publisher: cannot remove replayed spool segment; the next publisher on this spool will replay it (deduplicated within the window)",
 				"path", path, "error", err)
 		}
 		p.mu.Lock()

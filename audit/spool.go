@@ -101,9 +101,13 @@ func openSpool(dir string, maxBytes int64) (*spool, int64, error) {
 			_ = os.Remove(filepath.Join(dir, name))
 			continue
 		}
-		n := bytes.Count(data, []byte{'\n'})
-		if data[len(data)-1] != '\n' {
-			n++ // a torn last line, counted until replay finds it unreadable
+		// Lines as readSegment sees them: a torn one counts until replay
+		// finds it unreadable; blank ones do not count.
+		n := 0
+		for line := range bytes.SplitSeq(data, []byte{'\n'}) {
+			if len(bytes.TrimSpace(line)) > 0 {
+				n++
+			}
 		}
 		lines += int64(n)
 		s.closed = append(s.closed, &segment{num: num, n: n, bytes: int64(len(data)), loaded: true})
