@@ -189,6 +189,7 @@ func (l *loop) launchLive() error {
 	}
 	p.mu.Lock()
 	l.batch = p.buf.take(room, l.batch[:0])
+	p.roomLocked()
 	p.mu.Unlock()
 	for i := range l.batch {
 		paf, err := p.js.PublishMsgAsync(p.msg(&l.batch[i]))
@@ -213,6 +214,7 @@ func (l *loop) spill() bool {
 	slices.SortFunc(es, func(a, b entry) int { return cmpUint(a.seq, b.seq) })
 	p.mu.Lock()
 	es = append(es, p.buf.drain()...)
+	p.roomLocked()
 	if len(es) == 0 {
 		p.mu.Unlock()
 		return true
@@ -511,6 +513,7 @@ func (l *loop) shutdown() {
 	slices.SortFunc(es, func(a, b entry) int { return cmpUint(a.seq, b.seq) })
 	p.mu.Lock()
 	es = append(es, p.buf.drain()...)
+	p.roomLocked()
 	var seg *segment
 	var err error
 	if len(es) > 0 {

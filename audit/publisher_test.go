@@ -215,7 +215,7 @@ func TestPublisherClose(t *testing.T) {
 func TestPublisherOverflowKeepsOrder(t *testing.T) {
 	e := newEnv(t)
 	ctx := testCtx(t, 30*time.Second)
-	p := newPublisher(t, e.js, audit.PublisherConfig{BufferSize: 8, MaxPending: 16, SegmentBytes: 16 << 10})
+	p := newPublisher(t, e.js, audit.PublisherConfig{BufferSize: 8, MaxPending: 16, SegmentBytes: 16 << 10, FullWait: -1})
 	var want []string
 	for i := range 3000 {
 		ev := event(audit.TypeRetryAttempt, "RETRY_NATS_PUBLISH", i)
@@ -228,6 +228,26 @@ func TestPublisherOverflowKeepsOrder(t *testing.T) {
 	require.Equal(t, st.Spooled, st.Replayed)
 	require.Equal(t, uint64(3000), st.Published)
 	require.Zero(t, st.Pending)
+	_, order := streamIDs(t, e.js, e.cfg)
+	requireSameOrder(t, want, order)
+}
+
+// TestPublisherBackpressureWhileLive emits a burst far larger than the
+// buffer while NATS is up: Emit waits for room instead of spooling.
+func TestPublisherBackpressureWhileLive(t *testing.T) {
+	e := newEnv(t)
+	ctx := testCtx(t, 30*time.Second)
+	p := newPublisher(t, e.js, audit.PublisherConfig{BufferSize: 8, MaxPending: 16, FullWait: 10 * time.Second})
+	var want []string
+	for i := range 2000 {
+		ev := event(audit.TypeRetryAttempt, "RETRY_NATS_PUBLISH", i)
+		require.NoError(t, p.Emit(ctx, ev))
+		want = append(want, ev.EventID)
+	}
+	require.NoError(t, p.Flush(ctx))
+	st := p.Stats()
+	require.Zero(t, st.Spooled, "a live publisher applies backpressure rather than spooling")
+	require.Equal(t, uint64(2000), st.Published)
 	_, order := streamIDs(t, e.js, e.cfg)
 	requireSameOrder(t, want, order)
 }
