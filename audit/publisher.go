@@ -45,7 +45,7 @@ const (
 	DefaultSegmentBytes  = 1 << 20
 	DefaultSyncInterval  = 100 * time.Millisecond
 	DefaultMaxEventBytes = 64 << 10
-	DefaultFullWait      = 100 * time.Millisecond
+	DefaultFullWait      = 200 * time.Millisecond
 	DefaultSource        = "jetretry"
 )
 
@@ -84,7 +84,8 @@ type PublisherConfig struct {
 	// while the publisher is live (connected, nothing spooled), before it
 	// writes the event to the spool instead. A short wait turns a burst
 	// into backpressure at the stream's pace rather than a detour through
-	// the disk. Default 100ms; negative means never wait.
+	// the disk. Default 200ms, the stall wait nats.go itself gives an async
+	// publish at its pending limit; negative means never wait.
 	FullWait time.Duration
 
 	// AckTimeout is how long a publish may wait for its ack before it is
