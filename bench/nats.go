@@ -127,8 +127,11 @@ func mustEnv(b *testing.B) *natsEnv {
 
 func bucket(b *testing.B, e *natsEnv) jetstream.KeyValue {
 	b.Helper()
+	// The same bucket settings as the idempotency store's defaults (file
+	// storage, 24 h TTL), so that only the client side differs.
 	kv, err := e.js.CreateKeyValue(context.Background(), jetstream.KeyValueConfig{
 		Bucket: "BENCH_" + strconv.FormatInt(seq.Add(1), 10), Storage: jetstream.FileStorage,
+		TTL: idempotency.DefaultKVTTL,
 	})
 	if err != nil {
 		b.Fatal(err)
