@@ -320,9 +320,10 @@ func (c *Client) JetStreamPublish(ctx context.Context, js jetstream.JetStream, s
 // <subject>").
 //
 // Every attempt carries the same Nats-Msg-Id (jetstream.MsgIDHeader): the
-// one in msg's header if the caller set it, for example to an
-// idempotency key, which makes the publish idempotent across calls within
-// the stream's duplicate window; otherwise a new UUIDv7, which makes the
+// one in msg's header if the caller set it; else the call's idempotency key
+// (retry.WithIdempotencyKey), which makes the publish idempotent across
+// calls and across a takeover of a crashed owner's claim, within the
+// stream's duplicate window; otherwise a new UUIDv7, which makes the
 // retries of this call idempotent. So when an attempt's ack is lost (a
 // timeout) but the message was stored, the retry is deduplicated by the
 // stream instead of storing it twice, and its PubAck has Duplicate set.
@@ -352,14 +353,22 @@ func (c *Client) JetStreamPublishMsg(ctx context.Context, js jetstream.JetStream
 	for k, v := range msg.Header {
 		m.Header[k] = append([]string(nil), v...)
 	}
-	if m.Header.Get(jetstream.MsgIDHeader) == "" {
-		id, err := uuid.NewV7()
-		if err != nil {
-			id = uuid.New()
-		}
-		m.Header.Set(jetstream.MsgIDHeader, id.String())
-	}
 	return retry.Do(ctx, c.mgr, categories.NATSPublish, "jetstream publish to "+subj, func(actx context.Context) (*jetstream.PubAck, error) {
+		if m.Header.Get(jetstream.MsgIDHeader) == "" {
+			// Chosen at the first attempt and kept by the others. With an
+			// idempotency key, a run that takes over a crashed owner's
+			// claim publishes under the same id, so the stream drops the
+			// copy the crashed owner may have stored.
+			if a, ok := retry.AttemptFrom(actx); ok && a.IdempotencyKey != "" {
+				m.Header.Set(jetstream.MsgIDHeader, a.IdempotencyKey)
+			} else {
+				id, err := uuid.NewV7()
+				if err != nil {
+					id = uuid.New()
+				}
+				m.Header.Set(jetstream.MsgIDHeader, id.String())
+			}
+		}
 		pctx, cancel := c.bound(actx)
 		defer cancel()
 		ack, err := js.PublishMsg(pctx, m, jetstream.WithRetryAttempts(0))

@@ -14,6 +14,7 @@ import (
 
 	"github.com/jetretry/jetretry/audit"
 	"github.com/jetretry/jetretry/categories"
+	"github.com/jetretry/jetretry/idempotency"
 	"github.com/jetretry/jetretry/internal/natstest"
 	"github.com/jetretry/jetretry/natsx"
 	"github.com/jetretry/jetretry/retry"
@@ -334,6 +335,24 @@ func TestNATSXJetStreamPublishDeduplicatesRetries(t *testing.T) {
 	info, err = stream.Info(ctx)
 	require.NoError(t, err)
 	require.Equal(t, uint64(4), info.State.Msgs)
+
+	// With an idempotency key, the key is the Nats-Msg-Id: a second owner
+	// (another process, or one that took over a crashed owner's claim)
+	// publishing under the same key is deduplicated by the stream.
+	for range 2 {
+		store := idempotency.NewMemory(nil, 0)
+		keyed, err := retry.NewManager(retry.WithStore(store))
+		require.NoError(t, err)
+		kc := newClient(t, nc, keyed)
+		_, err = kc.JetStreamPublish(ctx, js, "orders.created", []byte("o-9"), retry.WithIdempotencyKey("order-9"))
+		require.NoError(t, err)
+	}
+	info, err = stream.Info(ctx)
+	require.NoError(t, err)
+	require.Equal(t, uint64(5), info.State.Msgs, "one message for the key")
+	raw, err = stream.GetMsg(ctx, 5)
+	require.NoError(t, err)
+	require.Equal(t, "order-9", raw.Header.Get(jetstream.MsgIDHeader))
 }
 
 func TestNATSXJetStreamPublishWithoutStream(t *testing.T) {
