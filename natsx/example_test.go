@@ -5,42 +5,25 @@ import (
 	"errors"
 	"fmt"
 	"log"
-	"os"
 	"time"
 
-	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/jetretry/jetretry/audit"
 	"github.com/jetretry/jetretry/categories"
+	"github.com/jetretry/jetretry/internal/natstest"
 	"github.com/jetretry/jetretry/natsx"
 	"github.com/jetretry/jetretry/retry"
 )
 
-// startServer starts an embedded JetStream server on a random loopback
-// port, for the examples.
+// startServer starts an embedded JetStream server for the example.
 func startServer() (url string, stop func()) {
-	dir, err := os.MkdirTemp("", "natsx-example-")
+	url, stop, err := natstest.StartExample()
 	if err != nil {
 		log.Fatal(err)
 	}
-	s, err := server.NewServer(&server.Options{
-		Host: "127.0.0.1", Port: -1, NoLog: true, NoSigs: true,
-		JetStream: true, StoreDir: dir,
-	})
-	if err != nil {
-		log.Fatal(err)
-	}
-	go s.Start()
-	if !s.ReadyForConnections(10 * time.Second) {
-		log.Fatal("server not ready")
-	}
-	return s.ClientURL(), func() {
-		s.Shutdown()
-		s.WaitForShutdown()
-		_ = os.RemoveAll(dir)
-	}
+	return url, stop
 }
 
 func Example() {
