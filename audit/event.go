@@ -23,6 +23,8 @@ const (
 	TypeRetryExhausted Type = "retry_exhausted"
 	// TypeIdempotency records an idempotency decision (see Action).
 	TypeIdempotency Type = "idempotency"
+	// TypeManualOverride records an operator's control-plane action on a durable job (requeue, reprocess, cancel).
+	TypeManualOverride Type = "manual_override"
 )
 
 // Action is the `action` field of an idempotency event.

@@ -1,0 +1,49 @@
+// Package jobs runs durable jobs (seeds 003 and 004): work identified by a
+// logical key that any worker of a fleet runs, retries with backoff held
+// by the JetStream server, and recovers after crashes.
+//
+// # Storage
+//
+//   - KV bucket JETRETRY_JOBS: one JSON Record per job, under ID(key) (a
+//     SHA-256 prefix of the logical key, which the record keeps).
+//   - Stream JETRETRY_JOBS_WORK (work-queue retention, AllowMsgSchedules):
+//     dispatch messages {key, token} on jetretry.jobs.<queue>.run, and one
+//     schedule subject per job, jetretry.jobs.<queue>.sched.<id>, whose
+//     one-shot schedule delivers the next retry's dispatch to the run
+//     subject at next_retry_at. A new schedule on the subject replaces the
+//     old one. Delayed retries are held by the server; workers read only
+//     the run subject, where fresh jobs and due retries queue together in
+//     arrival order.
+//   - Stream JETRETRY_JOBS_DLQ (limits retention): jetretry.dlq.<queue>
+//     holds each terminally failed job's record with its run history.
+//
+// # Protocol
+//
+// A record names the dispatch token that the next valid dispatch message
+// carries; other dispatches are stale and dropped. A worker claims a job
+// by a compare-and-set on its record (status running, a new UUIDv7
+// run_id, attempt_count+1, a lease), renews the lease every third of it
+// while the handler runs (a renewal that finds the record changed cancels
+// the handler's context), and writes the outcome by compare-and-set:
+// success, a retry (pending, a new token, next_retry_at; then the schedule
+// is published), or a terminal failure (dead letter and retry_exhausted).
+// The dispatch message is acknowledged only after that; a worker that dies
+// leaves it unacknowledged, so it is redelivered after the lease, and the
+// next worker records the dead run as crashed and runs the job again.
+//
+// The decisions are pure functions of a record, an outcome and the time;
+// see decide.go.
+//
+// # Error classes
+//
+// retry.Permanent is final: failed and terminal. retry.RateLimited(err, d)
+// retries after d (clamped to the policy's MaxDelay) without using the
+// budget. Other errors are classified by the worker's policy: retryable
+// ones use the budget and back off (default 8 attempts, 60 s, ×2, 3600 s,
+// ±10%). A crashed run uses the budget too, so a job that kills its
+// workers ends. Delays are rounded up to whole seconds, the granularity of
+// schedules.
+//
+// Only Requeue leads out of failed. Reprocess reruns a success: if the
+// rerun fails for good the earlier success stays current.
+package jobs

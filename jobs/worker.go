@@ -1,0 +1,472 @@
+package jobs
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/jetretry/jetretry/retry"
+)
+
+// Job is what a handler sees of the job it runs.
+type Job struct {
+	ID      string
+	Queue   string
+	Key     string
+	Payload []byte
+	// RunID is this run's UUIDv7.
+	RunID string
+	// Attempt is the job's attempt_count including this run.
+	Attempt int
+	// Reprocess is set when this run reprocesses a success.
+	Reprocess bool
+}
+
+type jobKey struct{}
+
+// JobFrom returns the job a handler's context carries.
+func JobFrom(ctx context.Context) (*Job, bool) {
+	j, ok := ctx.Value(jobKey{}).(*Job)
+	return j, ok
+}
+
+// Handler runs a job. A nil error is a success. Mark errors with
+// retry.Permanent (final, not retried) or retry.RateLimited (retried after
+// the hint without using the budget); others are classified by the
+// worker's policy. The context is cancelled when the job's lease is lost
+// (cancelled by an operator, or taken over) or the worker shuts down;
+// handlers should return soon after.
+type Handler func(ctx context.Context, job *Job) error
+
+// DefaultPolicy returns seed 004's job retry policy: 8 attempts, 60 s
+// initial delay, 3600 s maximum, ×2, ±10% jitter.
+func DefaultPolicy() retry.Policy {
+	return retry.Policy{MaxAttempts: 8, BaseDelay: time.Minute, MaxDelay: time.Hour, Multiplier: 2, JitterFactor: 0.1}
+}
+
+// WorkerConfig configures a Worker. The zero value is valid.
+type WorkerConfig struct {
+	// Concurrency is the number of jobs run at once. Default 1.
+	Concurrency int
+	// Lease is how long a run holds a job without renewing; it is renewed
+	// every Lease/3, and it is the consumer's AckWait. A crashed worker's
+	// job runs again after about a lease. Default 30s; at least 1s.
+	Lease time.Duration
+	// Policy is the queue's retry policy, unless a job overrides it.
+	// Default DefaultPolicy(). Its matchers classify every job's errors.
+	Policy *retry.Policy
+	// MaxAge ends a job that would retry later than MaxAge after it was
+	// created (terminal reason max_age). Default 0: no limit.
+	MaxAge time.Duration
+	// Owner names this worker in run records. Default host:pid:random.
+	Owner string
+	// MissingDeliveries is how many times a dispatch for a job with no
+	// record yet is delivered before it is dropped. Default 5.
+	MissingDeliveries int
+	// MissingDelay is the wait between those deliveries. Default 500ms.
+	MissingDelay time.Duration
+}
+
+func (c WorkerConfig) withDefaults() (WorkerConfig, error) {
+	if c.Concurrency == 0 {
+		c.Concurrency = 1
+	}
+	if c.Lease == 0 {
+		c.Lease = 30 * time.Second
+	}
+	if c.Policy == nil {
+		p := DefaultPolicy()
+		c.Policy = &p
+	}
+	if c.Owner == "" {
+		h, _ := os.Hostname()
+		c.Owner = fmt.Sprintf("%s:%d:%s", h, os.Getpid(), uuid.NewString()[:8])
+	}
+	if c.MissingDeliveries == 0 {
+		c.MissingDeliveries = 5
+	}
+	if c.MissingDelay == 0 {
+		c.MissingDelay = 500 * time.Millisecond
+	}
+	switch {
+	case c.Concurrency < 1:
+		return c, fmt.Errorf("%w: concurrency must be at least 1, got %d", ErrInvalidConfig, c.Concurrency)
+	case c.Lease < time.Second:
+		return c, fmt.Errorf("%w: lease must be at least 1s, got %v", ErrInvalidConfig, c.Lease)
+	case c.MaxAge < 0:
+		return c, fmt.Errorf("%w: negative max age %v", ErrInvalidConfig, c.MaxAge)
+	case c.MissingDeliveries < 1 || c.MissingDelay < 0:
+		return c, fmt.Errorf("%w: bad missing-record redelivery settings", ErrInvalidConfig)
+	}
+	if err := c.Policy.Validate(); err != nil {
+		return c, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
+	}
+	return c, nil
+}
+
+// Worker runs the jobs of one queue. Any number of workers, in any number
+// of processes, may serve a queue: they share a durable consumer, and a
+// job's record decides, by compare-and-set, who runs it. Build it with
+// NewWorker and start it with Run.
+type Worker struct {
+	c     *Client
+	queue string
+	h     Handler
+	cfg   WorkerConfig
+}
+
+// NewWorker returns a worker for queue on c. It returns ErrInvalidConfig
+// for a bad queue, a nil handler or a bad config.
+func NewWorker(c *Client, queue string, h Handler, cfg WorkerConfig) (*Worker, error) {
+	if c == nil || h == nil {
+		return nil, fmt.Errorf("%w: nil client or handler", ErrInvalidConfig)
+	}
+	if err := checkQueue(queue); err != nil {
+		return nil, err
+	}
+	cfg, err := cfg.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	return &Worker{c: c, queue: queue, h: h, cfg: cfg}, nil
+}
+
+// ConsumerName is the durable consumer the workers of queue share.
+func ConsumerName(queue string) string { return "jobs_" + queue }
+
+// Run runs jobs until ctx is done, then hands back the runs in progress
+// (each is recorded as cancelled and runs again elsewhere) and returns
+// nil. It returns ErrUnavailable when the consumer cannot be set up.
+func (w *Worker) Run(ctx context.Context) error {
+	cons, err := w.c.work.CreateOrUpdateConsumer(ctx, jetstream.ConsumerConfig{
+		Durable: ConsumerName(w.queue), FilterSubject: runSubject(w.queue),
+		AckPolicy: jetstream.AckExplicitPolicy, AckWait: w.cfg.Lease, MaxDeliver: -1,
+		MaxAckPending: 10000,
+	})
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil
+		}
+		return opErr(ctx, "consumer", w.queue, err)
+	}
+	it, err := cons.Messages(jetstream.PullMaxMessages(w.cfg.Concurrency))
+	if err != nil {
+		return opErr(ctx, "consume", w.queue, err)
+	}
+	msgs := make(chan jetstream.Msg)
+	var wg sync.WaitGroup
+	for range w.cfg.Concurrency {
+		wg.Go(func() {
+			for m := range msgs {
+				w.handle(ctx, m)
+			}
+		})
+	}
+	stop := context.AfterFunc(ctx, it.Stop)
+	defer stop()
+	for {
+		m, err := it.Next()
+		if err != nil {
+			if errors.Is(err, jetstream.ErrMsgIteratorClosed) || ctx.Err() != nil {
+				break
+			}
+			w.c.cfg.Logger.Debug("jobs: consume", "queue", w.queue, "error", err)
+			continue
+		}
+		select {
+		case msgs <- m:
+		case <-ctx.Done():
+			_ = m.Nak()
+		}
+	}
+	close(msgs)
+	wg.Wait()
+	return nil
+}
+
+// opTimeout bounds each JetStream call of the worker.
+const opTimeout = 5 * time.Second
+
+// handle decides about one dispatch message and runs its job if it may.
+func (w *Worker) handle(ctx context.Context, m jetstream.Msg) {
+	var d dispatchMsg
+	if err := json.Unmarshal(m.Data(), &d); err != nil || d.Key == "" {
+		w.c.cfg.Logger.Warn("jobs: dropping undecodable dispatch", "queue", w.queue, "error", err)
+		_ = m.Term()
+		return
+	}
+	id := ID(d.Key)
+	runID := mustV7()
+	for range maxControlRounds {
+		if ctx.Err() != nil {
+			_ = m.Nak()
+			return
+		}
+		octx, cancel := context.WithTimeout(ctx, opTimeout)
+		rec, rev, err := w.c.get(octx, id)
+		cancel()
+		switch {
+		case errors.Is(err, ErrNotFound):
+			// The submit's Create may not have landed yet.
+			if md, merr := m.Metadata(); merr == nil && int(md.NumDelivered) >= w.cfg.MissingDeliveries {
+				_ = m.Term()
+				return
+			}
+			_ = m.NakWithDelay(w.cfg.MissingDelay)
+			return
+		case errors.Is(err, ErrCorrupt):
+			w.c.cfg.Logger.Error("jobs: corrupt job record; dispatch dropped", "key", d.Key, "error", err)
+			_ = m.Term()
+			return
+		case err != nil:
+			_ = m.NakWithDelay(time.Second)
+			return
+		}
+		if ownsRun(rec, runID) {
+			// Our claim landed although its write reported an error.
+			w.run(ctx, m, rec, rev)
+			return
+		}
+		pol := w.policy(rec)
+		dec := decideDispatch(rec, d.Token, claimInput{
+			now: w.c.cfg.Now(), lease: w.cfg.Lease, runID: runID, owner: w.cfg.Owner, policy: pol,
+		}, w.c.cfg.Category)
+		switch dec.verdict {
+		case verdictAck:
+			_ = m.Ack()
+			return
+		case verdictWait:
+			_ = m.NakWithDelay(dec.wait)
+			return
+		case verdictRepair:
+			octx, cancel := context.WithTimeout(ctx, opTimeout)
+			err := w.c.publishSchedule(octx, rec)
+			cancel()
+			if err != nil {
+				_ = m.NakWithDelay(time.Second)
+				return
+			}
+			_ = m.Ack()
+			return
+		}
+		octx, cancel = context.WithTimeout(ctx, opTimeout)
+		nrev, conflict, err := w.c.update(octx, dec.rec, rev)
+		cancel()
+		if conflict {
+			continue
+		}
+		if err != nil {
+			continue // it may have landed: read again
+		}
+		octx, cancel = context.WithTimeout(context.WithoutCancel(ctx), opTimeout)
+		ferr := w.c.carryOut(octx, dec.rec, dec.fx)
+		cancel()
+		if dec.verdict == verdictFinish {
+			if ferr != nil {
+				w.c.cfg.Logger.Warn("jobs: terminal effects failed", "key", d.Key, "error", ferr)
+			}
+			_ = m.Ack()
+			return
+		}
+		w.run(ctx, m, dec.rec, nrev)
+		return
+	}
+	_ = m.NakWithDelay(time.Second)
+}
+
+// policy is the policy for rec: its override, with the worker's matchers.
+func (w *Worker) policy(rec Record) retry.Policy {
+	if rec.Policy == nil {
+		return *w.cfg.Policy
+	}
+	p := *rec.Policy
+	p.Retryable, p.NonRetryable = w.cfg.Policy.Retryable, w.cfg.Policy.NonRetryable
+	return p
+}
+
+var errLeaseLost = errors.New("jobs: lease lost")
+
+// run runs the claimed job rec (at revision rev) and records its outcome.
+func (w *Worker) run(ctx context.Context, m jetstream.Msg, rec Record, rev uint64) {
+	runID := rec.Run.RunID
+	job := &Job{
+		ID: rec.ID, Queue: rec.Queue, Key: rec.Key, Payload: rec.Payload,
+		RunID: runID, Attempt: rec.AttemptCount, Reprocess: rec.Reprocess,
+	}
+	hctx, hcancel := context.WithCancelCause(context.WithValue(ctx, jobKey{}, job))
+	defer hcancel(nil)
+
+	var mu sync.Mutex // guards cur and rev between the heartbeat and us
+	cur := rec
+	hbDone := make(chan struct{})
+	hbStop := make(chan struct{})
+	go func() {
+		defer close(hbDone)
+		t := time.NewTicker(w.cfg.Lease / 3)
+		defer t.Stop()
+		for {
+			select {
+			case <-hbStop:
+				return
+			case <-hctx.Done():
+				return
+			case <-t.C:
+			}
+			_ = m.InProgress()
+			mu.Lock()
+			lost := w.renew(hctx, &cur, &rev)
+			mu.Unlock()
+			if lost {
+				hcancel(errLeaseLost)
+				return
+			}
+		}
+	}()
+	herr := w.safeCall(hctx, job)
+	close(hbStop)
+	<-hbDone
+	mu.Lock()
+	defer mu.Unlock()
+
+	bg := context.WithoutCancel(ctx)
+	switch {
+	case errors.Is(context.Cause(hctx), errLeaseLost):
+		_ = m.Nak() // the job was cancelled or taken over; let the record decide
+		return
+	case ctx.Err() != nil:
+		// Shutting down: hand the run back.
+		w.write(bg, m, cur, rev, runID, func(r Record) (Record, effects) { return interrupt(r, w.c.cfg.Now()), effects{} })
+		_ = m.Nak()
+		return
+	}
+	token := uuid.NewString()
+	pol := w.policy(cur)
+	done := w.write(bg, m, cur, rev, runID, func(r Record) (Record, effects) {
+		return decideOutcome(r, outcomeInput{
+			err: herr, now: w.c.cfg.Now(), policy: pol, maxAge: w.cfg.MaxAge,
+			rnd: w.c.cfg.Rand(), newToken: token,
+		}, w.c.cfg.Category)
+	})
+	if done {
+		_ = m.Ack()
+	} else {
+		_ = m.Nak()
+	}
+}
+
+// safeCall runs the handler, turning a panic into a retryable error.
+func (w *Worker) safeCall(ctx context.Context, job *Job) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("jobs: handler panic: %v", p)
+		}
+	}()
+	return w.h(ctx, job)
+}
+
+// renew extends the lease of cur; it reports true when the lease is lost.
+// An unreachable server is not a loss: the final write decides.
+func (w *Worker) renew(ctx context.Context, cur *Record, rev *uint64) bool {
+	runID := cur.Run.RunID
+	next, ok := renew(*cur, runID, w.c.cfg.Now(), w.cfg.Lease)
+	if !ok {
+		return true
+	}
+	octx, cancel := context.WithTimeout(ctx, opTimeout)
+	defer cancel()
+	n, conflict, err := w.c.update(octx, next, *rev)
+	if err != nil {
+		return false
+	}
+	if !conflict {
+		*cur, *rev = next, n
+		return false
+	}
+	// Someone wrote: perhaps our own earlier renewal that reported an
+	// error but landed.
+	r, nrev, err := w.c.get(octx, cur.ID)
+	if err != nil {
+		return !errors.Is(err, ErrUnavailable)
+	}
+	if !ownsRun(r, runID) {
+		return true
+	}
+	*cur, *rev = r, nrev
+	return false
+}
+
+// write ends run runID with decide's record, retrying while JetStream is
+// unavailable (a server restart), and carries out its effects. It reports
+// whether the outcome is recorded (by this write or an earlier attempt of
+// it); false when the run is no longer ours.
+func (w *Worker) write(ctx context.Context, m jetstream.Msg, cur Record, rev uint64, runID string, decide func(Record) (Record, effects)) bool {
+	next, fx := decide(cur)
+	deadline := time.Now().Add(2 * w.cfg.Lease)
+	for attempt := 0; ; attempt++ {
+		octx, cancel := context.WithTimeout(ctx, opTimeout)
+		_, conflict, err := w.c.update(octx, next, rev)
+		if err == nil && !conflict {
+			ferr := w.c.carryOut(octx, next, fx)
+			cancel()
+			if ferr != nil {
+				w.c.cfg.Logger.Warn("jobs: effects failed after the record was written", "key", cur.Key, "error", ferr)
+			}
+			return true
+		}
+		// Conflict, or unknown: read the record to see who wrote.
+		r, nrev, gerr := w.c.get(octx, cur.ID)
+		cancel()
+		if gerr == nil {
+			if landed(r, runID) {
+				// An earlier write of ours landed; effects may be missing
+				// (a schedule is repaired by the stale dispatch's redelivery).
+				ctx2, cancel2 := context.WithTimeout(ctx, opTimeout)
+				_ = w.c.carryOut(ctx2, r, fx)
+				cancel2()
+				return true
+			}
+			if !ownsRun(r, runID) {
+				return false
+			}
+			rev = nrev
+			next, fx = decide(r)
+			continue
+		}
+		if time.Now().After(deadline) {
+			return false
+		}
+		_ = m.InProgress()
+		select {
+		case <-time.After(min(time.Duration(attempt+1)*200*time.Millisecond, 2*time.Second)):
+		case <-ctx.Done():
+			return false
+		}
+	}
+}
+
+// landed reports whether rec already holds the end of run runID, written
+// by its worker (not a crash or cancel recorded by someone else).
+func landed(rec Record, runID string) bool {
+	for i := len(rec.History) - 1; i >= 0; i-- {
+		r := rec.History[i]
+		if r.RunID == runID {
+			return r.Outcome == OutcomeSuccess || r.Outcome == OutcomeFailed || (r.Outcome == OutcomeCancelled && r.Error == "worker shut down")
+		}
+	}
+	return false
+}
+
+func mustV7() string {
+	id, err := uuid.NewV7()
+	if err != nil {
+		return uuid.NewString()
+	}
+	return id.String()
+}
