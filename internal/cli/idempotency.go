@@ -10,7 +10,10 @@ import (
 	"github.com/jetretry/jetretry/idempotency"
 )
 
-const idempotencyUsage = `Usage: jetretry idempotency key --operation OP [--tenant T] [--correlation C] [--param k=v ...] [--json]
+const idempotencyIntro = `Derives idempotency keys, offline.
+`
+
+const idempotencyKeyUsage = `Usage: jetretry idempotency key --operation OP [--tenant T] [--correlation C] [--param k=v ...] [--json]
 
 Prints the canonical idempotency key, exactly as idempotency.Key derives it:
 the SHA-256 of the RFC 8785 canonical JSON of
@@ -29,18 +32,8 @@ type multiFlag []string
 func (m *multiFlag) String() string     { return strings.Join(*m, ",") }
 func (m *multiFlag) Set(v string) error { *m = append(*m, v); return nil }
 
-func runIdempotency(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	if len(args) == 0 || args[0] == "--help" || args[0] == "-h" || args[0] == "help" {
-		fmt.Fprint(stdout, idempotencyUsage)
-		if len(args) == 0 {
-			return usagef("missing subcommand: key")
-		}
-		return nil
-	}
-	if args[0] != "key" {
-		return usagef("unknown subcommand %q (want key)", args[0])
-	}
-	fs := newFlags("idempotency key", idempotencyUsage, stdout)
+func runIdempotencyKey(_ context.Context, args []string, stdout, _ io.Writer) error {
+	fs := newFlags("idempotency key", idempotencyKeyUsage, stdout)
 	op := fs.String("operation", "", "operation name (required)")
 	tenant := fs.String("tenant", "", "tenant id")
 	corr := fs.String("correlation", "", "correlation id")
@@ -48,7 +41,10 @@ func runIdempotency(ctx context.Context, args []string, stdout, stderr io.Writer
 	var params, jsonParams multiFlag
 	fs.Var(&params, "param", "additional parameter `k=v` with a string value (repeatable)")
 	fs.Var(&jsonParams, "param-json", "additional parameter `k=JSON` with a JSON value (repeatable)")
-	if err := parse(fs, args[1:]); err != nil {
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if _, err := fs.positional(); err != nil {
 		return err
 	}
 	if *op == "" {

@@ -37,8 +37,8 @@ func runPolicies(_ context.Context, args []string, stdout, _ io.Writer) error {
 	if err := parse(fs, args); err != nil {
 		return err
 	}
-	if fs.NArg() > 0 {
-		return usagef("unexpected argument %q", fs.Arg(0))
+	if _, err := fs.positional(); err != nil {
+		return err
 	}
 	defaults := categories.Defaults()
 	rows := make([]policyRow, 0, len(defaults))
