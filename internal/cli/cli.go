@@ -49,8 +49,10 @@ func commands() []command {
 			{name: "query", summary: "print stored audit events (--since, --until)", run: runAuditQuery},
 			{name: "stats", summary: "retry pattern analysis per category", run: runAuditStats},
 		}},
-		{name: "idempotency", summary: "derive idempotency keys", intro: idempotencyIntro, subs: []command{
+		{name: "idempotency", summary: "derive keys, inspect and clear idempotency records", intro: idempotencyIntro, subs: []command{
 			{name: "key", summary: "print the canonical idempotency key (offline)", run: runIdempotencyKey},
+			{name: "get", summary: "show an idempotency record", run: runIdempotencyGet},
+			{name: "clear", summary: "delete an idempotency record, audited as a manual override", run: runIdempotencyClear},
 		}},
 	}
 }

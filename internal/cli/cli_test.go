@@ -102,6 +102,8 @@ func TestHelpGolden(t *testing.T) {
 		{"audit_stats", []string{"audit", "stats", "--help"}},
 		{"idempotency", []string{"idempotency", "--help"}},
 		{"idempotency_key", []string{"idempotency", "key", "--help"}},
+		{"idempotency_get", []string{"idempotency", "get", "--help"}},
+		{"idempotency_clear", []string{"idempotency", "clear", "--help"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -192,6 +194,7 @@ func TestIdempotencyKeyMatchesLibrary(t *testing.T) {
 
 func TestExitCodes(t *testing.T) {
 	unreachable := []string{"--server", "nats://127.0.0.1:1", "--timeout", "300ms"}
+	key := strings.Repeat("ab", 32)
 	tests := []struct {
 		name string
 		args []string
@@ -224,10 +227,17 @@ func TestExitCodes(t *testing.T) {
 		{"missing creds file", []string{"audit", "query", "--creds", "/nonexistent/x.creds"}, ExitUsage, "--creds cannot be read"},
 		{"bad server URL", []string{"audit", "query", "--server", "http://x"}, ExitUsage, "--server is not a server URL list"},
 		{"zero timeout", []string{"audit", "query", "--timeout", "0s"}, ExitUsage, "--timeout must be positive"},
+		{"get missing key", []string{"idempotency", "get"}, ExitUsage, "missing KEY"},
+		{"get bad key", []string{"idempotency", "get", "a*b"}, ExitUsage, `"a*b" is not a valid idempotency key`},
+		{"get two keys", []string{"idempotency", "get", key, key}, ExitUsage, "unexpected argument"},
+		{"clear bad category", []string{"idempotency", "clear", key, "--category", "NOPE"}, ExitUsage, `--category "NOPE"`},
+		{"clear bad stream", []string{"idempotency", "clear", key, "--stream", "a b"}, ExitUsage, "--stream/--prefix"},
 
 		{"unreachable query", append([]string{"audit", "query"}, unreachable...), ExitFailure, "jetretry audit query: cannot reach NATS at nats://127.0.0.1:1: "},
 		{"unreachable stats", append([]string{"audit", "stats"}, unreachable...), ExitFailure, "jetretry audit stats: cannot reach NATS at nats://127.0.0.1:1: "},
 		{"unreachable tail", append([]string{"audit", "tail"}, unreachable...), ExitFailure, "jetretry audit tail: cannot reach NATS at nats://127.0.0.1:1: "},
+		{"unreachable get", append([]string{"idempotency", "get", key}, unreachable...), ExitFailure, "jetretry idempotency get: cannot reach NATS at nats://127.0.0.1:1: "},
+		{"unreachable clear", append([]string{"idempotency", "clear", key}, unreachable...), ExitFailure, "jetretry idempotency clear: cannot reach NATS at nats://127.0.0.1:1: "},
 		{"unreachable redacts password", []string{"audit", "query", "--server", "nats://u:secret@127.0.0.1:1", "--timeout", "300ms"}, ExitFailure, "cannot reach NATS at nats://u:xxxxx@127.0.0.1:1"},
 	}
 	for _, tt := range tests {

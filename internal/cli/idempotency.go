@@ -10,7 +10,10 @@ import (
 	"github.com/jetretry/jetretry/idempotency"
 )
 
-const idempotencyIntro = `Derives idempotency keys, offline.
+const idempotencyIntro = `Derives idempotency keys (offline), and shows or clears the records that
+services keep per key in the JetStream KV bucket (default
+JETRETRY_IDEMPOTENCY). Clearing a record lets the next call with its key
+run again; it is recorded in the audit stream as a manual override.
 `
 
 const idempotencyKeyUsage = `Usage: jetretry idempotency key --operation OP [--tenant T] [--correlation C] [--param k=v ...] [--json]
