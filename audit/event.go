@@ -23,7 +23,9 @@ const (
 	TypeRetryExhausted Type = "retry_exhausted"
 	// TypeIdempotency records an idempotency decision (see Action).
 	TypeIdempotency Type = "idempotency"
-	// TypeManualOverride records an operator's control-plane action on a durable job (requeue, reprocess, cancel).
+	// TypeManualOverride records an operator's control-plane action: on a
+	// durable job (requeue, reprocess, cancel) or on an idempotency record
+	// (clear). Its JSON has the "any other type" shape of AppendJSON.
 	TypeManualOverride Type = "manual_override"
 )
 

@@ -111,7 +111,7 @@ func (l *listFlag) Set(v string) error {
 // audit stream (seed 001).
 const (
 	// typeManualOverride is their event_type.
-	typeManualOverride = audit.Type("manual_override")
+	typeManualOverride = audit.TypeManualOverride
 	// manualCategory is the retry_category of one that names none.
 	manualCategory = "MANUAL"
 	// actionClear is the action of an idempotency record cleared.
