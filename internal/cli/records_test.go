@@ -267,3 +267,28 @@ func TestIdempotencyUserPassword(t *testing.T) {
 	require.Contains(t, errOut, "cannot reach NATS at "+s.URL())
 	requireOneLine(t, errOut)
 }
+
+func TestIdempotencyBucketSettingsKept(t *testing.T) {
+	s := natstest.Start(t)
+	_, js := s.JetStream(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	clock := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	kv, err := idempotency.NewKV(ctx, js, idempotency.KVConfig{Bucket: "ORDERS_IDEM", TTL: time.Hour, Now: func() time.Time { return clock }})
+	require.NoError(t, err)
+	key := completedRecord(t, kv, &clock)
+
+	code, _, errOut := run(t, "idempotency", "get", key, "--server", s.URL(), "--bucket", "ORDERS_IDEM")
+	require.Equal(t, ExitOK, code, errOut)
+	code, _, errOut = run(t, "idempotency", "clear", key, "--server", s.URL(), "--bucket", "ORDERS_IDEM")
+	require.Equal(t, ExitOK, code, errOut)
+
+	bucket, err := js.KeyValue(ctx, "ORDERS_IDEM")
+	require.NoError(t, err)
+	st, err := bucket.Status(ctx)
+	require.NoError(t, err)
+	require.Equal(t, time.Hour, st.TTL(), "the bucket's settings are left alone")
+	events := manualOverrides(t, js)
+	require.Len(t, events, 1)
+	require.Equal(t, "ORDERS_IDEM", events[0].AdditionalContext["bucket"])
+}
