@@ -117,7 +117,15 @@ func isHelp(arg string) bool {
 }
 
 // Main runs the command line args and returns the process exit code.
-func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+func Main(ctx context.Context, args []string, stdout, stderr io.Writer) (code int) {
+	defer func() {
+		// An operator sees one line, never a Go stack trace; the bug is
+		// still reported, with its value, and the exit code says failure.
+		if r := recover(); r != nil {
+			fmt.Fprintf(stderr, "jetretry: internal error: %v (please report it)\n", r)
+			code = ExitFailure
+		}
+	}()
 	if len(args) == 0 {
 		fmt.Fprint(stderr, rootUsage())
 		return ExitUsage
