@@ -2,268 +2,601 @@ package cli
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"math/rand/v2"
 	"os"
-	"sort"
-	"strconv"
+	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
-	"text/tabwriter"
 	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/jetretry/jetretry/audit"
 	"github.com/jetretry/jetretry/categories"
 	"github.com/jetretry/jetretry/idempotency"
+	"github.com/jetretry/jetretry/natsx"
 	"github.com/jetretry/jetretry/retry"
 )
 
-const demoUsage = `Usage: jetretry demo [--duration D] [--rate N] [--seed S] [--workers W]
+const demoUsage = `Usage: jetretry demo [flags]
 
-Drives a flaky workload through all 17 retry categories: transient
-failures, permanent failures, rate-limit hints, idempotent duplicates
-(cache hits) and exhaustion. Each category keeps its seed 002 attempt
-count; delays are scaled down 1000x so a run takes seconds. It ends with a
-per-category table computed from the audit events the run emitted.
+Runs a flaky workload through all 17 retry categories on NATS JetStream,
+then prints per-category statistics read back from the audit stream.
 
-This version runs in process with the in-memory audit emitter and
-idempotency store. The JetStream-backed demo (embedded nats-server, audit
-stream read back) arrives with the NATS layer.
+Where it runs (the first that applies):
+  --server URL   an existing NATS server with JetStream (auth and TLS flags
+                 below);
+  $NATS_URL      the same, when --server is empty;
+  otherwise      an embedded JetStream server on 127.0.0.1 (random port)
+                 with its store in a temp dir removed at exit, or in
+                 --data DIR, which is kept: runs on the same DIR append to
+                 the same audit stream.
+
+For --duration it starts --rate operations a second, planned from --seed:
+the same seed gives the same plan. Simulated services call through natsx
+(connect, publish, subscribe, request, stream creation), kvx (bucket and
+key operations) and retry.Do (execution, approval, replay and validation
+calls to demo responders), with injected faults: transient failures,
+permanent failures, rate-limit hints, exhaustion, and duplicates submitted
+twice under one idempotency key (the second is a cache hit from the
+idempotency KV bucket). Every category keeps its seed 002 attempt count,
+but delays are 100x shorter (1s becomes 10ms) so a run takes seconds.
+
+Every retry decision goes to the audit stream JETRETRY_AUDIT. At the end
+the demo flushes the audit publisher and reads this run's events back
+(tenant_id demo-<run>): the table shows what the stream holds, not
+in-memory counters. Ctrl-C stops early and still prints the table.
+
+Progress is one updating line on a terminal, else a line a second (on
+stderr with --json). The demo creates the stream JETRETRY_DEMO_ORDERS and
+the buckets JETRETRY_DEMO and JETRETRY_IDEMPOTENCY, and the audit stream if
+it is missing (an existing one is used as it is).
 
 Examples:
   jetretry demo
-  jetretry demo --duration 5s --rate 500 --seed 7
+  jetretry demo --duration 10s --rate 500 --seed 7
+  jetretry demo --data ./demo-data         # keep the store; rerun to append
+  jetretry demo --server nats://localhost:4222 --json
+  NATS_URL= jetretry demo                  # ignore $NATS_URL: embedded server
 `
 
-func runDemo(ctx context.Context, args []string, stdout, _ io.Writer) error {
+func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	d := &Demo{}
 	fs := newFlags("demo", demoUsage, stdout)
-	duration := fs.Duration("duration", 3*time.Second, "how long to generate work")
-	rate := fs.Int("rate", 300, "operations started per second")
-	seed := fs.Uint64("seed", 1, "random seed: the same seed gives the same workload")
-	workers := fs.Int("workers", 16, "concurrent workers")
+	fs.DurationVar(&d.Duration, "duration", 5*time.Second, "how long to start operations")
+	fs.IntVar(&d.Rate, "rate", 200, "operations started per second")
+	fs.Uint64Var(&d.Seed, "seed", 1, "random seed: the same seed gives the same plan")
+	fs.IntVar(&d.Workers, "workers", 64, "most operations in flight at once")
+	fs.StringVar(&d.DataDir, "data", "", "keep the embedded server's store and the audit spool in `dir` (default: a temp dir, removed at exit)")
+	fs.BoolVar(&d.JSON, "json", false, "print the statistics as JSON (progress goes to stderr)")
+	d.conn.register(fs)
+	if f := fs.Lookup("server"); f != nil {
+		f.Usage = "NATS server URL(s), comma-separated (default $NATS_URL, then an embedded server)"
+	}
 	if err := parse(fs, args); err != nil {
 		return err
 	}
+	if fs.NArg() > 0 {
+		return usagef("unexpected argument %q", fs.Arg(0))
+	}
+	d.Progress = stdout
+	if d.JSON {
+		d.Progress = stderr
+	}
+	return d.Run(ctx, stdout)
+}
+
+// demoMaxOps bounds the operations of a run, whose plan is held in memory.
+const demoMaxOps = 1_000_000
+
+// demoTimeScale divides the delays of the seed 002 matrix in the demo.
+const demoTimeScale = 100
+
+// Demo is the demo command: a flaky workload through every category,
+// audited to JetStream and summarized from the audit stream. Run it once.
+type Demo struct {
+	// Duration is how long operations are started. Required.
+	Duration time.Duration
+	// Rate is how many operations start per second. Required.
+	Rate int
+	// Seed draws the plan; the same seed gives the same plan.
+	Seed uint64
+	// Workers bounds the operations in flight. Required.
+	Workers int
+	// DataDir keeps the embedded server's store and the audit spool. Empty
+	// means a temp dir removed at exit.
+	DataDir string
+	// JSON prints the statistics as JSON instead of a table.
+	JSON bool
+	// Progress receives the status and progress lines; nil discards them.
+	Progress io.Writer
+
+	conn   connFlags
+	getenv func(string) string // nil: os.Getenv
+}
+
+// demoStats is one row of the demo's statistics, as JSON.
+type demoStats struct {
+	Category           string  `json:"category"`
+	Attempts           int     `json:"attempts"`
+	Exhaustions        int     `json:"exhaustions"`
+	IdempotencyHits    int     `json:"idempotency_hits"`
+	IdempotencyRecords int     `json:"idempotency_records"`
+	Takeovers          int     `json:"takeovers"`
+	CallsWithFailures  int     `json:"calls_with_failures"`
+	FailedCalls        int     `json:"failed_calls"`
+	SuccessRate        float64 `json:"success_rate"`
+	AvgAttempts        float64 `json:"avg_attempts"`
+}
+
+// demoResult is the outcome of a run, as --json prints it.
+type demoResult struct {
+	RunID           string    `json:"run_id"`
+	TenantID        string    `json:"tenant_id"`
+	Seed            uint64    `json:"seed"`
+	Rate            int       `json:"rate"`
+	DurationSeconds float64   `json:"duration_seconds"`
+	Server          string    `json:"server"`
+	Embedded        bool      `json:"embedded"`
+	Since           time.Time `json:"since"`
+	Planned         int       `json:"planned_operations"`
+	// Operations counts the operations that ran, Failed those that
+	// failed, and ExpectedFailures those of them planned to fail
+	// (permanent, exhaust).
+	Operations       int64  `json:"operations"`
+	Failed           int64  `json:"failed_operations"`
+	ExpectedFailures int64  `json:"expected_failures"`
+	Interrupted      bool   `json:"interrupted"`
+	Stream           string `json:"stream"`
+	// Events counts this run's events read back from the stream, and
+	// StreamEvents all the events the stream holds.
+	Events       int         `json:"events"`
+	StreamEvents uint64      `json:"stream_events"`
+	Categories   []demoStats `json:"categories"`
+}
+
+func (d *Demo) validate() error {
 	switch {
-	case *duration <= 0:
+	case d.Duration <= 0:
 		return usagef("--duration must be positive")
-	case *rate <= 0:
+	case d.Rate <= 0:
 		return usagef("--rate must be positive")
-	case *workers <= 0:
+	case d.Workers <= 0:
 		return usagef("--workers must be positive")
+	case d.Duration.Seconds()*float64(d.Rate) > demoMaxOps:
+		return usagef("--duration times --rate must be at most %d operations", demoMaxOps)
+	}
+	if d.conn.timeout == 0 {
+		d.conn.timeout = 5 * time.Second
+	}
+	return nil
+}
+
+// Run runs the demo and writes the statistics (a table, or JSON) to
+// stdout. A usage error comes back as such; ctx ending stops starting
+// operations, but the statistics of what ran are still printed.
+func (d *Demo) Run(ctx context.Context, stdout io.Writer) (err error) {
+	if err := d.validate(); err != nil {
+		return err
+	}
+	getenv := d.getenv
+	if getenv == nil {
+		getenv = os.Getenv
+	}
+	progress := d.Progress
+	if progress == nil {
+		progress = io.Discard
+	}
+	total := max(int(d.Duration.Seconds()*float64(d.Rate)), len(categories.All()))
+	plan := planWorkload(total, d.Seed)
+	run := newDemoRunID()
+	res := &demoResult{
+		RunID: run, TenantID: "demo-" + run, Seed: d.Seed, Rate: d.Rate, DurationSeconds: d.Duration.Seconds(),
+		Planned: total, Stream: audit.DefaultStreamName,
 	}
 
-	events := &audit.Memory{}
-	policies := categories.Defaults()
-	for c, p := range policies {
-		p.BaseDelay /= 1000
-		p.MaxDelay /= 1000
-		policies[c] = p
+	// The server: --server, $NATS_URL, or embedded.
+	cf := d.conn
+	if strings.TrimSpace(cf.server) == "" {
+		cf.server = strings.TrimSpace(getenv(natsx.EnvURL))
 	}
-	mgr, err := retry.NewManager(retry.WithPolicies(policies), retry.WithEmitter(events),
-		retry.WithStore(idempotency.NewMemory(nil, 0)))
+	res.Embedded = cf.server == ""
+	dir := d.DataDir
+	spoolLeft := false // events left in the spool by Close
+	if dir == "" {
+		if dir, err = os.MkdirTemp("", "jetretry-demo-"); err != nil {
+			return err
+		}
+		defer func() {
+			// A spool that still holds events for a server that
+			// outlives the demo is kept; the next run with --data on
+			// it delivers them.
+			if spoolLeft && !res.Embedded {
+				fmt.Fprintf(progress, "audit events left in the spool: kept %s (rerun with --data %[1]s to deliver them)\n", dir)
+				return
+			}
+			os.RemoveAll(dir)
+		}()
+	} else if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	if res.Embedded {
+		store := filepath.Join(dir, "nats")
+		ns, err := startDemoServer(store)
+		if err != nil {
+			return err
+		}
+		defer func() {
+			ns.Shutdown()
+			ns.WaitForShutdown()
+		}()
+		cf.server = ns.ClientURL()
+		where := "a temp dir removed at exit"
+		if d.DataDir != "" {
+			where = store + " (kept)"
+		}
+		fmt.Fprintf(progress, "jetretry demo: embedded JetStream server at %s, store in %s\n", cf.server, where)
+	}
+	res.Server = displayURL(cf.server)
+
+	nc, js, err := cf.connect(ctx, "jetretry-demo", nil)
+	if err != nil {
+		return err
+	}
+	defer nc.Close()
+	if !res.Embedded {
+		fmt.Fprintf(progress, "jetretry demo: NATS server at %s\n", res.Server)
+	}
+	if err := ensureDemoAuditStream(ctx, js); err != nil {
+		return err
+	}
+	spool := filepath.Join(dir, "spool")
+	pub, err := audit.NewPublisher(js, audit.PublisherConfig{SpoolDir: spool})
+	if errors.Is(err, audit.ErrSpoolInUse) {
+		return fmt.Errorf("the audit spool %s is in use by another demo: use another --data", spool)
+	} else if err != nil {
+		return err
+	}
+	defer func() {
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+		defer cancel()
+		if cerr := pub.Close(cctx); cerr != nil {
+			spoolLeft = true
+			if err == nil {
+				err = cerr
+			}
+		}
+	}()
+	store, err := idempotency.NewKV(ctx, js, idempotency.KVConfig{})
+	if err != nil {
+		return err
+	}
+	mgr, err := retry.NewManager(retry.WithPolicies(demoPolicies()), retry.WithEmitter(pub), retry.WithStore(store))
 	if err != nil {
 		return err
 	}
 
-	total := int(duration.Seconds() * float64(*rate))
-	if total < len(categories.All()) {
-		total = len(categories.All())
+	start := time.Now().UTC()
+	res.Since = start
+	svcs, err := newDemoServices(ctx, run, res.TenantID, mgr, nc, js, cf.config("jetretry-demo"), len(strings.Split(cf.server, ",")))
+	if err != nil {
+		return fmt.Errorf("demo setup: %w", err)
 	}
-	ops := planWorkload(total, *seed)
-	live := isTerminal(stdout)
-	fmt.Fprintf(stdout, "jetretry demo: %d operations over %v across %d categories (seed %d)\n",
-		total, *duration, len(categories.All()), *seed)
+	defer svcs.close()
 
-	var done, failed atomic.Int64
-	jobs := make(chan demoOp)
-	var wg sync.WaitGroup
-	for w := 0; w < *workers; w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for op := range jobs {
-				if err := op.run(ctx, mgr); err != nil {
-					failed.Add(1)
-				}
-				done.Add(1)
-			}
-		}()
+	counts := [numKinds]int{}
+	for _, op := range plan {
+		counts[op.Kind]++
 	}
+	fmt.Fprintf(progress, "run %s (tenant_id %s): %d operations over %v at %d/s across %d categories, seed %d; delays %dx shorter than seed 002\n",
+		run, res.TenantID, total, d.Duration, d.Rate, len(categories.All()), d.Seed, demoTimeScale)
+	var planLine []string
+	for k := range numKinds {
+		planLine = append(planLine, fmt.Sprintf("%d %s", counts[k], k))
+	}
+	fmt.Fprintf(progress, "plan: %s\n", strings.Join(planLine, ", "))
+
+	dr := d.drive(ctx, svcs, plan, pub, progress)
+	res.Operations, res.Failed, res.ExpectedFailures, res.Interrupted = dr.done, dr.failed, dr.expected, dr.interrupted
+	if dr.interrupted {
+		fmt.Fprintf(progress, "interrupted: %d of %d operations ran\n", dr.done, total)
+	}
+	if dr.surprise != nil {
+		fmt.Fprintf(progress, "%d operations failed that were planned to succeed; the first: %v\n", dr.surprises, dr.surprise)
+	}
+
+	// Read the run back from the stream, after every event is stored.
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	defer cancel()
+	if err := pub.Flush(rctx); err != nil {
+		return fmt.Errorf("audit events not all published: %w", err)
+	}
+	stats, err := audit.Stats(rctx, js, audit.StreamConfig{}, audit.Filter{TenantID: res.TenantID, Since: start.Add(-time.Second)})
+	if errors.Is(err, audit.ErrUndecodable) {
+		// Messages from another publisher: this run's events are all
+		// counted.
+		fmt.Fprintf(progress, "warning: %v\n", err)
+	} else if err != nil {
+		return fmt.Errorf("read back the audit stream: %w", err)
+	}
+	if st, err := js.Stream(rctx, audit.DefaultStreamName); err == nil {
+		if info, err := st.Info(rctx); err == nil {
+			res.StreamEvents = info.State.Msgs
+		}
+	}
+	for _, c := range categories.All() {
+		s := stats[string(c)]
+		res.Events += s.Attempts + s.Exhaustions + s.IdempotencyHits + s.IdempotencyRecords + s.Takeovers
+		res.Categories = append(res.Categories, demoStats{
+			Category: string(c), Attempts: s.Attempts, Exhaustions: s.Exhaustions,
+			IdempotencyHits: s.IdempotencyHits, IdempotencyRecords: s.IdempotencyRecords, Takeovers: s.Takeovers,
+			CallsWithFailures: s.CallsWithFailures, FailedCalls: s.FailedCalls,
+			SuccessRate: s.SuccessRate, AvgAttempts: s.AvgAttempts,
+		})
+	}
+	if d.JSON {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(res)
+	}
+	return printDemoTable(stdout, res)
+}
+
+// demoPolicies returns seed 002's matrix with delays demoTimeScale times
+// shorter and the attempt counts kept.
+func demoPolicies() map[retry.Category]retry.Policy {
+	ps := categories.Defaults()
+	for c, p := range ps {
+		p.BaseDelay /= demoTimeScale
+		p.MaxDelay /= demoTimeScale
+		ps[c] = p
+	}
+	return ps
+}
+
+// newDemoRunID returns 8 random hex digits naming a run.
+func newDemoRunID() string {
+	var b [4]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// startDemoServer starts a JetStream server on 127.0.0.1, on a random port,
+// with its store in storeDir.
+func startDemoServer(storeDir string) (*server.Server, error) {
+	ns, err := server.NewServer(&server.Options{
+		ServerName: "jetretry-demo",
+		Host:       "127.0.0.1",
+		Port:       server.RANDOM_PORT,
+		JetStream:  true,
+		StoreDir:   storeDir,
+		NoLog:      true,
+		NoSigs:     true,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("embedded server: %w", err)
+	}
+	go ns.Start()
+	if !ns.ReadyForConnections(10 * time.Second) {
+		ns.Shutdown()
+		return nil, fmt.Errorf("embedded server: not ready after 10s (is the store %s in use?)", storeDir)
+	}
+	return ns, nil
+}
+
+// ensureDemoAuditStream creates the audit stream with the defaults when it is
+// missing. An existing stream is left as it is: its replicas and retention
+// are the operator's.
+func ensureDemoAuditStream(ctx context.Context, js jetstream.JetStream) error {
+	_, err := js.Stream(ctx, audit.DefaultStreamName)
+	if errors.Is(err, jetstream.ErrStreamNotFound) {
+		_, err = audit.EnsureStream(ctx, js, audit.StreamConfig{})
+	}
+	if err != nil {
+		return fmt.Errorf("audit stream %s: %w", audit.DefaultStreamName, err)
+	}
+	return nil
+}
+
+// demoDriveResult is what drive saw.
+type demoDriveResult struct {
+	done, failed, surprises int64
+	expected                int64 // operations that ran planned to fail
+	surprise                error // the first failure of an operation planned to succeed
+	interrupted             bool
+}
+
+// drainGrace is how long operations in flight may finish after ctx ended.
+const drainGrace = 5 * time.Second
+
+// drive starts the operations of plan at the demo's rate, at most
+// d.Workers at once, and reports progress. When ctx ends it starts no more
+// and lets those in flight finish (for at most drainGrace), so their
+// audit events are complete.
+func (d *Demo) drive(ctx context.Context, svcs *demoServices, plan []demoOp, pub *audit.Publisher, progress io.Writer) demoDriveResult {
+	opsCtx, cancelOps := context.WithCancel(context.WithoutCancel(ctx))
+	defer cancelOps()
+	var (
+		done, failed, surprises atomic.Int64
+		expected                atomic.Int64
+		mu                      sync.Mutex
+		surprise                error
+		wg                      sync.WaitGroup
+	)
+	sem := make(chan struct{}, d.Workers)
+	start := time.Now()
+
+	live := isTerminal(progress)
+	report := func(final bool) {
+		line := fmt.Sprintf("%5.1fs  operations %d/%d  failed %d  audit events %d",
+			time.Since(start).Seconds(), done.Load(), len(plan), failed.Load(), pub.Stats().Accepted)
+		switch {
+		case live && final:
+			fmt.Fprintf(progress, "\r%s\n", line)
+		case live:
+			fmt.Fprintf(progress, "\r%s", line)
+		default:
+			fmt.Fprintln(progress, line)
+		}
+	}
+	stopProgress := make(chan struct{})
 	progressDone := make(chan struct{})
 	go func() {
 		defer close(progressDone)
-		t := time.NewTicker(500 * time.Millisecond)
+		every := time.Second
+		if live {
+			every = 200 * time.Millisecond
+		}
+		t := time.NewTicker(every)
 		defer t.Stop()
 		for {
 			select {
 			case <-t.C:
-				line := fmt.Sprintf("progress: %d/%d operations, %d failed, %d audit events",
-					done.Load(), total, failed.Load(), events.Len())
-				if live {
-					fmt.Fprintf(stdout, "\r%s", line)
-				} else {
-					fmt.Fprintln(stdout, line)
-				}
-			case <-progressDone:
+				report(false)
+			case <-stopProgress:
 				return
 			}
 		}
 	}()
 
-	interval := time.Duration(float64(time.Second) / float64(*rate))
-	tick := time.NewTicker(interval)
+	interval := time.Second / time.Duration(d.Rate)
+	timer := time.NewTimer(0)
+	<-timer.C
+	interrupted := false
 feed:
-	for _, op := range ops {
-		select {
-		case <-ctx.Done():
-			break feed
-		case <-tick.C:
+	for i, op := range plan {
+		if wait := time.Until(start.Add(time.Duration(i) * interval)); wait > 0 {
+			timer.Reset(wait)
+			select {
+			case <-timer.C:
+			case <-ctx.Done():
+				interrupted = true
+				break feed
+			}
 		}
 		select {
-		case jobs <- op:
+		case sem <- struct{}{}:
 		case <-ctx.Done():
+			interrupted = true
 			break feed
 		}
+		if ctx.Err() != nil {
+			<-sem
+			interrupted = true
+			break
+		}
+		wg.Add(1)
+		go func(op demoOp) {
+			defer func() {
+				<-sem
+				wg.Done()
+			}()
+			planned := op.Kind == kindPermanent || op.Kind == kindExhaust
+			if planned {
+				expected.Add(1)
+			}
+			err := svcs.do(opsCtx, op)
+			if err != nil {
+				failed.Add(1)
+				if !planned {
+					surprises.Add(1)
+					mu.Lock()
+					if surprise == nil {
+						surprise = fmt.Errorf("operation %d (%s, %s): %w", op.Seq, op.Category, op.Kind, err)
+					}
+					mu.Unlock()
+				}
+			}
+			done.Add(1)
+		}(op)
 	}
-	tick.Stop()
-	close(jobs)
-	wg.Wait()
-	progressDone <- struct{}{}
+	timer.Stop()
+
+	allDone := make(chan struct{})
+	go func() {
+		wg.Wait()
+		close(allDone)
+	}()
+	if interrupted {
+		select {
+		case <-allDone:
+		case <-time.After(drainGrace):
+			cancelOps()
+			<-allDone
+		}
+	} else {
+		<-allDone
+	}
+	close(stopProgress)
 	<-progressDone
-	if live {
-		fmt.Fprintln(stdout)
-	}
-	fmt.Fprintf(stdout, "done: %d operations, %d failed\n\n", done.Load(), failed.Load())
-	return printDemoStats(stdout, events.Events())
+	report(true)
+	mu.Lock()
+	defer mu.Unlock()
+	return demoDriveResult{done: done.Load(), failed: failed.Load(), surprises: surprises.Load(), expected: expected.Load(),
+		surprise: surprise, interrupted: interrupted}
 }
 
-// demoOp is one planned operation.
-type demoOp struct {
-	cat      retry.Category
-	kind     string // ok, transient, permanent, ratelimited, exhaust, duplicate (run twice)
-	failures int    // for transient: failures before success
-	key      string // for duplicate
-}
+// printDemoTable writes the statistics as a table.
+func printDemoTable(w io.Writer, res *demoResult) error {
+	fmt.Fprintf(w, "\nRead back from the audit stream %s: %d events of run %s (tenant_id %s); the stream holds %d.\n\n",
+		res.Stream, res.Events, res.RunID, res.TenantID, res.StreamEvents)
+	const row = "%-27s  %8s  %9s  %5s  %7s  %7s  %8s  %8s\n"
+	fmt.Fprintf(w, row, "CATEGORY", "ATTEMPTS", "EXHAUSTED", "CALLS", "SUCCESS", "AVG_ATT", "IDEM_HIT", "IDEM_REC")
+	var tot demoStats
+	var attemptsMade float64 // sum of AvgAttempts * CallsWithFailures
+	for _, s := range res.Categories {
+		fmt.Fprintf(w, row, s.Category, demoCount(s.Attempts), demoCount(s.Exhaustions), demoCount(s.CallsWithFailures),
+			demoRate(s.SuccessRate, s.CallsWithFailures), demoAvg(s.AvgAttempts, s.CallsWithFailures),
+			demoCount(s.IdempotencyHits), demoCount(s.IdempotencyRecords))
+		tot.Attempts += s.Attempts
+		tot.Exhaustions += s.Exhaustions
+		tot.CallsWithFailures += s.CallsWithFailures
+		tot.FailedCalls += s.FailedCalls
+		tot.IdempotencyHits += s.IdempotencyHits
+		tot.IdempotencyRecords += s.IdempotencyRecords
+		attemptsMade += s.AvgAttempts * float64(s.CallsWithFailures)
+	}
+	if n := tot.CallsWithFailures; n > 0 {
+		tot.SuccessRate = max(0, float64(n-tot.FailedCalls)/float64(n))
+		tot.AvgAttempts = attemptsMade / float64(n)
+	}
+	fmt.Fprintf(w, row, "TOTAL", demoCount(tot.Attempts), demoCount(tot.Exhaustions), demoCount(tot.CallsWithFailures),
+		demoRate(tot.SuccessRate, tot.CallsWithFailures), demoAvg(tot.AvgAttempts, tot.CallsWithFailures),
+		demoCount(tot.IdempotencyHits), demoCount(tot.IdempotencyRecords))
+	_, err := fmt.Fprintf(w, `
+ATTEMPTS   retry_attempt events: failed attempts that were retried
+EXHAUSTED  retry_exhausted events: calls that failed (exhausted, permanent, ...)
+CALLS      calls that failed at least once; SUCCESS and AVG_ATT describe them
+           (a call that succeeds at its first attempt leaves no event)
+IDEM_HIT   idempotency hits: duplicates served from the idempotency bucket
+IDEM_REC   idempotency records: results stored under a key
 
-// planWorkload draws a reproducible workload.
-func planWorkload(n int, seed uint64) []demoOp {
-	r := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
-	cats := categories.All()
-	defaults := categories.Defaults()
-	ops := make([]demoOp, 0, n)
-	for i := 0; i < n; i++ {
-		c := cats[i%len(cats)]
-		op := demoOp{cat: c}
-		switch x := r.IntN(100); {
-		case x < 50:
-			op.kind = "ok"
-		case x < 72:
-			op.kind = "transient"
-			op.failures = 1 + r.IntN(max(defaults[c].MaxAttempts-1, 1))
-		case x < 80:
-			op.kind = "permanent"
-		case x < 86:
-			op.kind = "ratelimited"
-		case x < 92:
-			op.kind = "exhaust"
-		default:
-			op.kind = "duplicate"
-			op.key, _ = idempotency.Key("demo."+string(c), "tenant-demo", "corr-"+strconv.Itoa(i), nil)
-		}
-		ops = append(ops, op)
-	}
-	return ops
-}
-
-var errDemoTransient = errors.New("simulated transient failure")
-
-func (op demoOp) run(ctx context.Context, mgr *retry.Manager) error {
-	n := 0
-	fn := func(ctx context.Context) (string, error) {
-		n++
-		switch op.kind {
-		case "transient":
-			if n <= op.failures {
-				return "", errDemoTransient
-			}
-		case "permanent":
-			return "", retry.Permanent(errors.New("simulated invalid request"))
-		case "ratelimited":
-			if n == 1 {
-				return "", retry.RateLimited(errors.New("simulated 429"), 2*time.Millisecond)
-			}
-		case "exhaust":
-			return "", errDemoTransient
-		}
-		return "ok", nil
-	}
-	opts := []retry.Option{retry.WithTenant("tenant-demo"), retry.WithCorrelation(op.kind)}
-	if op.key != "" {
-		opts = append(opts, retry.WithIdempotencyKey(op.key))
-	}
-	_, err := retry.Do(ctx, mgr, op.cat, "demo "+op.kind, fn, opts...)
-	if err != nil || op.key == "" {
-		return err
-	}
-	// The duplicate delivery of the same request: served from the store.
-	_, err = retry.Do(ctx, mgr, op.cat, "demo "+op.kind, fn, opts...)
+%d operations ran, %d failed (%d planned to fail).
+`, res.Operations, res.Failed, res.ExpectedFailures)
 	return err
 }
 
-// demoStats is the per-category analysis of seed 002's "Retry Pattern
-// Analysis", computed from audit events only.
-type demoStats struct {
-	attempts, exhausted, retried, hits, records int
-	retriedAttempts                             int
+func demoCount(n int) string { return fmt.Sprint(n) }
+
+func demoRate(r float64, n int) string {
+	if n == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.1f%%", 100*r)
 }
 
-func printDemoStats(w io.Writer, events []audit.Event) error {
-	stats := map[string]*demoStats{}
-	for _, c := range categories.All() {
-		stats[string(c)] = &demoStats{}
+func demoAvg(a float64, n int) string {
+	if n == 0 {
+		return "-"
 	}
-	for _, e := range events {
-		s := stats[e.Category]
-		if s == nil {
-			s = &demoStats{}
-			stats[e.Category] = s
-		}
-		switch e.Type {
-		case audit.TypeRetryAttempt:
-			s.attempts++
-			if e.AttemptNumber == 1 {
-				s.retried++
-			}
-		case audit.TypeRetryExhausted:
-			s.exhausted++
-		case audit.TypeIdempotency:
-			switch e.Action {
-			case audit.ActionHit:
-				s.hits++
-			case audit.ActionRecord:
-				s.records++
-			}
-		}
-	}
-	names := make([]string, 0, len(stats))
-	for n := range stats {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "CATEGORY\tRETRY_ATTEMPT\tRETRY_EXHAUSTED\tIDEM_HITS\tIDEM_RECORDS")
-	for _, n := range names {
-		s := stats[n]
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\n", n, s.attempts, s.exhausted, s.hits, s.records)
-	}
-	if err := tw.Flush(); err != nil {
-		return err
-	}
-	_, err := fmt.Fprintf(w, "\n%d audit events in all (retry_attempt, retry_exhausted, idempotency).\n", len(events))
-	return err
+	return fmt.Sprintf("%.2f", a)
 }
 
 // isTerminal reports whether w is a terminal, for live progress.
