@@ -253,3 +253,31 @@ func TestDemoErrors(t *testing.T) {
 		})
 	}
 }
+
+func TestDemoServerPrecedence(t *testing.T) {
+	s := natstest.Start(t)
+	tests := []struct {
+		name, env string
+		args      []string
+		embedded  bool
+	}{
+		{"NATS_URL", s.URL(), nil, false},
+		{"--server over NATS_URL", "nats://127.0.0.1:1", []string{"--server", s.URL()}, false},
+		{"embedded without either", "", nil, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Setenv("NATS_URL", tt.env)
+			var out, errOut bytes.Buffer
+			args := append([]string{"demo", "--duration", "100ms", "--json"}, tt.args...)
+			require.Equal(t, ExitOK, Main(context.Background(), args, &out, &errOut), errOut.String())
+			var res demoResult
+			require.NoError(t, json.Unmarshal(out.Bytes(), &res))
+			require.Equal(t, tt.embedded, res.Embedded)
+			if !tt.embedded {
+				require.Equal(t, s.URL(), res.Server)
+			}
+			require.Positive(t, res.Events)
+		})
+	}
+}
