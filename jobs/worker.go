@@ -357,7 +357,7 @@ func (w *Worker) run(ctx context.Context, m jetstream.Msg, rec Record, rev uint6
 	if done {
 		_ = m.Ack()
 	} else {
-		_ = m.Nak()
+		_ = m.NakWithDelay(w.cfg.MissingDelay)
 	}
 }
 
@@ -405,7 +405,8 @@ func (w *Worker) renew(ctx context.Context, cur *Record, rev *uint64) bool {
 // write ends run runID with decide's record, retrying while JetStream is
 // unavailable (a server restart), and carries out its effects. It reports
 // whether the outcome is recorded (by this write or an earlier attempt of
-// it); false when the run is no longer ours.
+// it) and its effects are carried out; false when the run is no longer
+// ours or an effect failed, so that the dispatch is redelivered.
 func (w *Worker) write(ctx context.Context, m jetstream.Msg, cur Record, rev uint64, runID string, decide func(Record) (Record, effects)) bool {
 	next, fx := decide(cur)
 	deadline := time.Now().Add(2 * w.cfg.Lease)
@@ -416,7 +417,10 @@ func (w *Worker) write(ctx context.Context, m jetstream.Msg, cur Record, rev uin
 			ferr := w.c.carryOut(octx, next, fx)
 			cancel()
 			if ferr != nil {
+				// Not acknowledged: the redelivered dispatch is stale
+				// and republishes a lost schedule (verdictRepair).
 				w.c.cfg.Logger.Warn("jobs: effects failed after the record was written", "key", cur.Key, "error", ferr)
+				return false
 			}
 			return true
 		}
@@ -428,9 +432,9 @@ func (w *Worker) write(ctx context.Context, m jetstream.Msg, cur Record, rev uin
 				// An earlier write of ours landed; effects may be missing
 				// (a schedule is repaired by the stale dispatch's redelivery).
 				ctx2, cancel2 := context.WithTimeout(ctx, opTimeout)
-				_ = w.c.carryOut(ctx2, r, fx)
+				ferr := w.c.carryOut(ctx2, r, fx)
 				cancel2()
-				return true
+				return ferr == nil
 			}
 			if !ownsRun(r, runID) {
 				return false
