@@ -439,9 +439,9 @@ func (d *Demo) drive(ctx context.Context, svcs *demoServices, plan []demoOp, pub
 			time.Since(start).Seconds(), done.Load(), len(plan), failed.Load(), pub.Stats().Accepted)
 		switch {
 		case live && final:
-			fmt.Fprintf(progress, "\r%s\n", line)
+			fmt.Fprintf(progress, "\r%s\x1b[K\n", line) // ESC [K clears the rest of the line
 		case live:
-			fmt.Fprintf(progress, "\r%s", line)
+			fmt.Fprintf(progress, "\r%s\x1b[K", line)
 		default:
 			fmt.Fprintln(progress, line)
 		}
