@@ -76,7 +76,7 @@ func Cases() []Case {
 // AllCases returns Cases followed by the cases that run against an
 // embedded nats-server.
 func AllCases() []Case {
-	return append(Cases(), natsCases()...)
+	return append(append(Cases(), natsCases()...), jobsCases()...)
 }
 
 // Every library gets the same policy: three attempts, no wait.

@@ -226,6 +226,28 @@ func (rep *Report) WriteTable(w io.Writer) error {
 				fmt.Fprintf(&b, "jetretry vs raw: %.1f× (+%.1f ns/op)\n", jet.NsPerOp/raw.NsPerOp, jet.NsPerOp-raw.NsPerOp)
 			}
 		}
+		for i := range rep.Results {
+			r := &rep.Results[i]
+			if r.Group != group || jet == nil || !strings.HasPrefix(r.Name, Jetretry+"-") {
+				continue
+			}
+			line := fmt.Sprintf("%s throughput ÷ jetretry: %.2f×", r.Name, jet.NsPerOp/r.NsPerOp)
+			if goal, ok := VariantGoals[group+"/"+r.Name]; ok {
+				verdict := "met"
+				if jet.NsPerOp/r.NsPerOp < goal {
+					verdict = "NOT met"
+				}
+				line += fmt.Sprintf(" (goal ≥%.1f×: %s)", goal, verdict)
+			}
+			fmt.Fprintln(&b, line)
+		}
+		if strings.HasPrefix(group, "Jobs") && jet != nil {
+			fmt.Fprintf(&b, "jetretry: %.0f jobs/s end to end", 1e9/jet.NsPerOp)
+			if raw != nil {
+				fmt.Fprintf(&b, "; raw work queue: %.0f msgs/s", 1e9/raw.NsPerOp)
+			}
+			fmt.Fprintln(&b)
+		}
 		if jet != nil && len(peersIn(rep.Results, group)) > 0 {
 			if fastest {
 				fmt.Fprintln(&b, "jetretry faster than every peer: yes")

@@ -39,6 +39,10 @@ var Goals = map[string]float64{
 	GroupAuditEmit: 0.8,
 }
 
+// VariantGoals are goals for a jetretry variant's throughput ÷ plain
+// jetretry's in the same group, keyed by group/variant.
+var VariantGoals = map[string]float64{}
+
 // natsEnv is one embedded JetStream server (file storage in a temp dir)
 // shared by the NATS cases of a process.
 type natsEnv struct {

@@ -42,3 +42,9 @@ func BenchmarkNATS(b *testing.B) {
 		b.Run(c.Group+"/"+c.Name, c.Bench)
 	}
 }
+
+func BenchmarkJobs(b *testing.B) {
+	for _, c := range jobsCases() {
+		b.Run(c.Group+"/"+c.Name, c.Bench)
+	}
+}

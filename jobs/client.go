@@ -37,6 +37,15 @@ const (
 
 func runSubject(queue string) string       { return workPrefix + queue + ".run" }
 func schedSubject(queue, id string) string { return workPrefix + queue + ".sched." + id }
+
+// RunSubject is the subject a queue's dispatch messages (fresh jobs and
+// due retries alike) are published on and its workers consume.
+func RunSubject(queue string) string { return runSubject(queue) }
+
+// ScheduleSubject is the subject that holds the pending retry of job key
+// in queue: a one-shot message schedule targeting RunSubject(queue). The
+// server keeps one schedule per subject.
+func ScheduleSubject(queue, key string) string { return schedSubject(queue, ID(key)) }
 func dlqSubject(queue string) string       { return dlqPrefix + queue }
 
 var validName = regexp.MustCompile(`^[a-zA-Z0-9_-]+$`)
