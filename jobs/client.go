@@ -46,7 +46,7 @@ func RunSubject(queue string) string { return runSubject(queue) }
 // in queue: a one-shot message schedule targeting RunSubject(queue). The
 // server keeps one schedule per subject.
 func ScheduleSubject(queue, key string) string { return schedSubject(queue, ID(key)) }
-func dlqSubject(queue string) string       { return dlqPrefix + queue }
+func dlqSubject(queue string) string           { return dlqPrefix + queue }
 
 var validName = regexp.MustCompile(`^[a-zA-Z0-9_-]+$`)
 

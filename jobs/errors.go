@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+
+	"github.com/jetretry/jetretry/internal/natserr"
 )
 
 // Errors of the jobs package. Match them with errors.Is.
@@ -49,6 +51,11 @@ func (e *TransitionError) Is(target error) bool { return target == ErrInvalidTra
 func opErr(ctx context.Context, op, key string, err error) error {
 	if cerr := ctx.Err(); errors.Is(cerr, context.Canceled) {
 		return fmt.Errorf("jobs: %s %s: %w: %w", op, key, cerr, err)
+	}
+	if natserr.IsPermanent(err) {
+		// Refused, not unreachable: a bad config, a conflicting stream,
+		// a permission. Retrying will not help.
+		return fmt.Errorf("jobs: %s %s: %w", op, key, err)
 	}
 	return fmt.Errorf("jobs: %s %s: %w: %w", op, key, ErrUnavailable, err)
 }
