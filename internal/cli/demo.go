@@ -27,8 +27,9 @@ import (
 
 const demoUsage = `Usage: jetretry demo [flags]
 
-Runs a flaky workload through all 17 retry categories on NATS JetStream,
-then prints per-category statistics read back from the audit stream.
+Runs a flaky workload through all 17 retry categories and a durable job
+queue on NATS JetStream, then prints per-category statistics read back
+from the audit stream, and the jobs' outcomes.
 
 Where it runs (the first that applies):
   --server URL   an existing NATS server with JetStream (auth and TLS flags
@@ -49,15 +50,36 @@ twice under one idempotency key (the second is a cache hit from the
 idempotency KV bucket). Every category keeps its seed 002 attempt count,
 but delays are 100x shorter (1s becomes 10ms) so a run takes seconds.
 
+Alongside, durable jobs (package jobs) go to the queue demo-reports: one
+per 10 operations (6 to 200, planned from --seed), spread over --duration,
+keys demo-<run>/report/NNN. Two workers of 4 goroutines run them with a 2s
+lease and a short policy: 4 attempts, backoff 1s, 2s, 4s. The jobs
+succeed, fail transiently and then succeed, are rate-limited (retried after
+a 1s hint, budget kept), fail finally (retry.Permanent: a dead letter at
+once) or exhaust their attempts (a dead letter). One simulated worker
+crash: before the others start, a third worker claims the first job, and
+its connection to NATS is closed abruptly in the handler, as when its
+process is killed; its lease is neither renewed nor handed back, and after
+it another worker records the run as crashed and runs the job again.
+Retries are scheduled by the server at whole seconds, so the demo runs
+longer than --duration: after the workload it waits up to 15s for every
+job to succeed or fail (Ctrl-C stops waiting; unfinished jobs are counted).
+
 Every retry decision goes to the audit stream JETRETRY_AUDIT. At the end
 the demo flushes the audit publisher and reads this run's events back
 (tenant_id demo-<run>): the table shows what the stream holds, not
-in-memory counters. Ctrl-C stops early and still prints the table.
+in-memory counters. Then the jobs: their records, their dead letters, and
+their audit events (category REPLAY_REPLAY_PROCESSING, without a tenant_id:
+told apart by correlation_id, the job key). Ctrl-C stops early and still
+prints the summary.
 
 Progress is one updating line on a terminal, else a line a second (on
-stderr with --json). The demo creates the stream JETRETRY_DEMO_ORDERS and
-the buckets JETRETRY_DEMO and JETRETRY_IDEMPOTENCY, and the audit stream if
-it is missing (an existing one is used as it is).
+stderr with --json). The demo creates the stream JETRETRY_DEMO_ORDERS, the
+buckets JETRETRY_DEMO and JETRETRY_IDEMPOTENCY, the jobs' bucket
+JETRETRY_JOBS and streams JETRETRY_JOBS_WORK and JETRETRY_JOBS_DLQ (message
+schedules need server 2.12+), and the audit stream if it is missing
+(existing ones are used as they are). Against --server the jobs stay:
+inspect them with "jetretry jobs list" and "jetretry jobs dead".
 
 Examples:
   jetretry demo
@@ -160,6 +182,8 @@ type demoResult struct {
 	Events       int         `json:"events"`
 	StreamEvents uint64      `json:"stream_events"`
 	Categories   []demoStats `json:"categories"`
+	// Jobs summarizes the durable job queue.
+	Jobs *demoJobsResult `json:"jobs"`
 }
 
 func (d *Demo) validate() error {
@@ -291,6 +315,13 @@ func (d *Demo) Run(ctx context.Context, stdout io.Writer) (err error) {
 	}
 	defer svcs.close()
 
+	jobPlan := planJobs(demoJobCount(total), d.Seed)
+	jd, err := startDemoJobs(ctx, run, jobPlan, js, cf, pub, progress)
+	if err != nil {
+		return fmt.Errorf("demo jobs setup: %w", err)
+	}
+	defer jd.stop()
+
 	counts := [numKinds]int{}
 	for _, op := range plan {
 		counts[op.Kind]++
@@ -302,8 +333,31 @@ func (d *Demo) Run(ctx context.Context, stdout io.Writer) (err error) {
 		planLine = append(planLine, fmt.Sprintf("%d %s", counts[k], k))
 	}
 	fmt.Fprintf(progress, "plan: %s\n", strings.Join(planLine, ", "))
+	jobCounts := [numJobKinds]int{}
+	for _, j := range jobPlan {
+		jobCounts[j.Kind]++
+	}
+	planLine = planLine[:0]
+	for k := range numJobKinds {
+		planLine = append(planLine, fmt.Sprintf("%d %s", jobCounts[k], k))
+	}
+	pol := demoJobPolicy()
+	fmt.Fprintf(progress, "jobs: %d on queue %s (%s), %d workers x %d, lease %v, %d attempts, backoff %v to %v\n",
+		len(jobPlan), demoJobsQueue, strings.Join(planLine, ", "), demoJobWorkers, demoJobConcurrency, demoJobLease,
+		pol.MaxAttempts, pol.BaseDelay, pol.MaxDelay)
+	if jd.crashed {
+		fmt.Fprintf(progress, "jobs: a worker claimed %s and its connection was cut (a simulated crash)\n", jd.key(0))
+	} else {
+		fmt.Fprintf(progress, "jobs: the crashing worker did not claim %s in time: no crash simulated\n", jd.key(0))
+	}
 
+	submitted := make(chan struct{})
+	go func() {
+		defer close(submitted)
+		jd.submitAll(ctx, d.Duration)
+	}()
 	dr := d.drive(ctx, svcs, plan, pub, progress)
+	<-submitted
 	res.Operations, res.Failed, res.ExpectedFailures, res.Interrupted = dr.done, dr.failed, dr.expected, dr.interrupted
 	if dr.interrupted {
 		fmt.Fprintf(progress, "interrupted: %d of %d operations ran\n", dr.done, total)
@@ -311,6 +365,14 @@ func (d *Demo) Run(ctx context.Context, stdout io.Writer) (err error) {
 	if dr.surprise != nil {
 		fmt.Fprintf(progress, "%d operations failed that were planned to succeed; the first: %v\n", dr.surprises, dr.surprise)
 	}
+
+	if err := jd.submitErr; err != nil {
+		fmt.Fprintf(progress, "jobs: %d of %d submitted; the first failure: %v\n", jd.submitted, len(jobPlan), err)
+	}
+
+	// The jobs' retries run on after the workload; then the workers stop.
+	waited := jd.wait(ctx, demoJobsGrace, progress)
+	jd.stop()
 
 	// Read the run back from the stream, after every event is stored.
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
@@ -341,12 +403,18 @@ func (d *Demo) Run(ctx context.Context, stdout io.Writer) (err error) {
 			SuccessRate: s.SuccessRate, AvgAttempts: s.AvgAttempts,
 		})
 	}
+	if res.Jobs, err = jd.summarize(rctx, js, start.Add(-time.Second), waited); err != nil {
+		return err
+	}
 	if d.JSON {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
 		return enc.Encode(res)
 	}
-	return printDemoTable(stdout, res)
+	if err := printDemoTable(stdout, res); err != nil {
+		return err
+	}
+	return printDemoJobs(stdout, res.Jobs)
 }
 
 // demoPolicies returns seed 002's matrix with delays demoTimeScale times

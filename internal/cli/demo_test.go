@@ -16,6 +16,7 @@ import (
 	"github.com/jetretry/jetretry/categories"
 	"github.com/jetretry/jetretry/idempotency"
 	"github.com/jetretry/jetretry/internal/natstest"
+	"github.com/jetretry/jetretry/jobs"
 	"github.com/jetretry/jetretry/retry"
 )
 
@@ -180,6 +181,32 @@ func demoTableRows(t *testing.T, out string) map[string][]string {
 	return rows
 }
 
+// demoJobRows returns the jobs table's rows by name: their RECORDS and
+// AUDIT cells (-1 for "-").
+func demoJobRows(t *testing.T, out string) map[string][2]int {
+	t.Helper()
+	_, table, ok := strings.Cut(out, "\nJOBS ")
+	require.True(t, ok, "a jobs table:\n%s", out)
+	rows := map[string][2]int{}
+	for _, line := range strings.Split(table, "\n")[1:] {
+		if len(line) < 34 {
+			break
+		}
+		var cells [2]int
+		for i, f := range strings.Fields(line[18:34]) {
+			if f == "-" {
+				cells[i] = -1
+				continue
+			}
+			n, err := strconv.Atoi(f)
+			require.NoError(t, err, line)
+			cells[i] = n
+		}
+		rows[strings.TrimSpace(line[:18])] = cells
+	}
+	return rows
+}
+
 func TestDemoEmbeddedShortRun(t *testing.T) {
 	code, out, errOut := demoRun(t, context.Background(), "--duration", "1500ms", "--rate", "150")
 	require.Equal(t, ExitOK, code, errOut)
@@ -198,6 +225,24 @@ func TestDemoEmbeddedShortRun(t *testing.T) {
 		}
 		require.Positive(t, events, "the stream holds events of %s:\n%s", c, out)
 	}
+
+	// The jobs: 22 planned, every one finished, each outcome seen, and
+	// the records agree with the audit stream.
+	require.Contains(t, out, "jobs: 22 on queue demo-reports")
+	require.Contains(t, out, "Durable jobs on the queue demo-reports: 22 of 22 planned submitted")
+	require.Contains(t, out, "One worker crash was simulated")
+	jr := demoJobRows(t, out)
+	require.Equal(t, [2]int{0, -1}, jr["unfinished"], out)
+	for _, name := range []string{"success", "failed, final", "failed, exhausted", "retries", "rate-limited waits"} {
+		require.Positive(t, jr[name][0], "%s:\n%s", name, out)
+	}
+	for _, name := range []string{"failed, final", "failed, exhausted", "retries", "rate-limited waits", "crashed runs"} {
+		require.Equal(t, jr[name][0], jr[name][1], "records and audit agree on %s:\n%s", name, out)
+	}
+	require.Equal(t, [2]int{1, 1}, jr["crashed runs"], out)
+	require.Equal(t, 22, jr["success"][0]+jr["failed, final"][0]+jr["failed, exhausted"][0], out)
+	require.Equal(t, jr["failed, final"][0]+jr["failed, exhausted"][0], jr["dead letters"][0], out)
+	require.Equal(t, 22+jr["retries"][0], jr["attempts"][0], out)
 }
 
 func TestDemoDataDirKeepsTheStream(t *testing.T) {
@@ -212,8 +257,85 @@ func TestDemoDataDirKeepsTheStream(t *testing.T) {
 	}
 	require.NotEqual(t, results[0].RunID, results[1].RunID)
 	require.Equal(t, results[0].Events, results[1].Events, "the same seed gives the same run")
-	require.Equal(t, results[0].StreamEvents+uint64(results[1].Events), results[1].StreamEvents,
+	require.Equal(t, results[0].StreamEvents+uint64(results[1].Events+results[1].Jobs.Audit.Events), results[1].StreamEvents,
 		"the second run appends to the first run's stream")
+	// Each run's jobs summary counts its own jobs only, though the bucket
+	// and the dead letters hold both runs'.
+	for _, r := range results {
+		j := r.Jobs
+		require.Equal(t, "demo-"+r.RunID+"/report/", j.KeyPrefix)
+		require.Equal(t, demoJobCount(40), j.Submitted) // 200ms at 200/s
+		require.Len(t, j.Jobs, j.Submitted)
+		require.Equal(t, j.FailedFinal+j.FailedExhausted, j.DeadLetters)
+		require.Equal(t, 1, j.CrashedRuns)
+		for _, o := range j.Jobs {
+			require.True(t, strings.HasPrefix(o.Key, j.KeyPrefix), o.Key)
+		}
+	}
+	require.Equal(t, results[0].Jobs.DeadLetters, results[1].Jobs.DeadLetters, "the same seed gives the same jobs")
+}
+
+func TestDemoJobPlan(t *testing.T) {
+	require.Equal(t, 6, demoJobCount(17))
+	require.Equal(t, 100, demoJobCount(1000))
+	require.Equal(t, demoMaxJobs, demoJobCount(demoMaxOps))
+	require.Equal(t, planJobs(50, 3), planJobs(50, 3))
+	require.NotEqual(t, planJobs(50, 3), planJobs(50, 4))
+	maxAttempts := demoJobPolicy().MaxAttempts
+	for seed := uint64(0); seed < 50; seed++ {
+		plan := planJobs(100, seed)
+		require.Len(t, plan, 100)
+		require.Equal(t, jobCrash, plan[0].Kind, "the crash comes first")
+		var first [numJobKinds]int
+		for _, j := range plan[:numJobKinds] {
+			first[j.Kind]++
+		}
+		require.Equal(t, [numJobKinds]int{1, 1, 1, 1, 1, 1}, first, "one of each kind first")
+		for i, j := range plan {
+			require.Equal(t, i, j.Seq)
+			switch j.Kind {
+			case jobTransient:
+				require.True(t, j.Failures >= 1 && j.Failures < maxAttempts, "%+v", j)
+			case jobRateLimited:
+				require.True(t, j.Failures == 1 || j.Failures == 2, "%+v", j)
+			default:
+				require.Zero(t, j.Failures, "%+v", j)
+			}
+			if i > 0 {
+				require.NotEqual(t, jobCrash, j.Kind, "one crash per run")
+			}
+		}
+	}
+}
+
+func TestDemoJobHandler(t *testing.T) {
+	ctx := context.Background()
+	pol := demoJobPolicy()
+	run := func(j demoJob, attempt int) error {
+		b, err := json.Marshal(demoJobPayload{Run: "r", Seq: j.Seq, Plan: j.Kind.String(), Failures: j.Failures})
+		require.NoError(t, err)
+		return handleDemoJob(ctx, &jobs.Job{Key: "k", Payload: b, Attempt: attempt})
+	}
+	class := func(err error) retry.Class {
+		c, _ := pol.Classify(err)
+		return c
+	}
+	require.NoError(t, run(demoJob{Kind: jobOK}, 1))
+	require.NoError(t, run(demoJob{Kind: jobCrash}, 2))
+	for a := 1; a <= 2; a++ {
+		require.Equal(t, retry.ClassRetryable, class(run(demoJob{Kind: jobTransient, Failures: 2}, a)))
+	}
+	require.NoError(t, run(demoJob{Kind: jobTransient, Failures: 2}, 3))
+	err := run(demoJob{Kind: jobRateLimited, Failures: 1}, 1)
+	c, after := pol.Classify(err)
+	require.Equal(t, retry.ClassRateLimited, c)
+	require.Equal(t, demoJobRetryAfter, after)
+	require.NoError(t, run(demoJob{Kind: jobRateLimited, Failures: 1}, 2))
+	require.Equal(t, retry.ClassPermanent, class(run(demoJob{Kind: jobFinal}, 1)))
+	for a := 1; a <= pol.MaxAttempts; a++ {
+		require.Equal(t, retry.ClassRetryable, class(run(demoJob{Kind: jobExhaust}, a)))
+	}
+	require.Equal(t, retry.ClassPermanent, class(handleDemoJob(ctx, &jobs.Job{Key: "k", Payload: []byte("{")})))
 }
 
 func TestDemoInterruptedStillReports(t *testing.T) {
@@ -228,6 +350,13 @@ func TestDemoInterruptedStillReports(t *testing.T) {
 	require.Less(t, res.Operations, int64(res.Planned))
 	require.Positive(t, res.Events)
 	require.Len(t, res.Categories, 17)
+	// The jobs submitted so far are reported; the demo did not wait.
+	j := res.Jobs
+	require.Equal(t, demoMaxJobs, j.Planned)
+	require.Positive(t, j.Submitted)
+	require.Less(t, j.Submitted, j.Planned)
+	require.Equal(t, j.Submitted, j.Success+j.FailedFinal+j.FailedExhausted+j.FailedOther+j.Unfinished)
+	require.Less(t, j.WaitedSeconds, 1.0)
 }
 
 func TestDemoErrors(t *testing.T) {
