@@ -54,6 +54,11 @@ func commands() []command {
 			{name: "get", summary: "show an idempotency record", run: runIdempotencyGet},
 			{name: "clear", summary: "delete an idempotency record, audited as a manual override", run: runIdempotencyClear},
 		}},
+		{name: "jobs", summary: "list and inspect durable jobs and their dead letters", intro: jobsIntro, subs: []command{
+			{name: "list", summary: "list jobs (--queue, --status, --terminal)", run: runJobsList},
+			{name: "inspect", summary: "show a job with its run history", run: runJobsInspect},
+			{name: "dead", summary: "print the dead letters of failed jobs", run: runJobsDead},
+		}},
 	}
 }
 

@@ -104,6 +104,10 @@ func TestHelpGolden(t *testing.T) {
 		{"idempotency_key", []string{"idempotency", "key", "--help"}},
 		{"idempotency_get", []string{"idempotency", "get", "--help"}},
 		{"idempotency_clear", []string{"idempotency", "clear", "--help"}},
+		{"jobs", []string{"jobs", "--help"}},
+		{"jobs_list", []string{"jobs", "list", "--help"}},
+		{"jobs_inspect", []string{"jobs", "inspect", "--help"}},
+		{"jobs_dead", []string{"jobs", "dead", "--help"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -141,7 +145,7 @@ func TestRootHelpListsEveryCommand(t *testing.T) {
 }
 
 func TestGroupWithoutSubcommand(t *testing.T) {
-	for _, group := range []string{"audit", "idempotency"} {
+	for _, group := range []string{"audit", "idempotency", "jobs"} {
 		t.Run(group, func(t *testing.T) {
 			code, out, errOut := run(t, group)
 			require.Equal(t, ExitUsage, code)
@@ -233,11 +237,26 @@ func TestExitCodes(t *testing.T) {
 		{"clear bad category", []string{"idempotency", "clear", key, "--category", "NOPE"}, ExitUsage, `--category "NOPE"`},
 		{"clear bad stream", []string{"idempotency", "clear", key, "--stream", "a b"}, ExitUsage, "--stream/--prefix"},
 
+		{"jobs list extra arg", []string{"jobs", "list", "x"}, ExitUsage, `unexpected argument "x"`},
+		{"jobs list bad status", []string{"jobs", "list", "--status", "done"}, ExitUsage, `--status "done": want pending, running, success or failed`},
+		{"jobs list bad terminal", []string{"jobs", "list", "--terminal=maybe"}, ExitUsage, "invalid boolean value"},
+		{"jobs list negative limit", []string{"jobs", "list", "--limit", "-1"}, ExitUsage, "--limit must not be negative"},
+		{"jobs list bad queue", []string{"jobs", "list", "--queue", "a.b"}, ExitUsage, `--queue "a.b"`},
+		{"jobs list bad bucket", []string{"jobs", "list", "--bucket", "A.B"}, ExitUsage, `--bucket "A.B"`},
+		{"jobs inspect missing key", []string{"jobs", "inspect"}, ExitUsage, "missing KEY"},
+		{"jobs inspect two keys", []string{"jobs", "inspect", "a", "b"}, ExitUsage, `unexpected argument "b"`},
+		{"jobs dead bad queue", []string{"jobs", "dead", "--queue", "a b"}, ExitUsage, `--queue "a b"`},
+		{"jobs dead bad flag", []string{"jobs", "dead", "--status", "failed"}, ExitUsage, "flag provided but not defined: -status"},
+		{"unknown jobs subcommand", []string{"jobs", "retry"}, ExitUsage, `jetretry jobs: unknown subcommand "retry"`},
+
 		{"unreachable query", append([]string{"audit", "query"}, unreachable...), ExitFailure, "jetretry audit query: cannot reach NATS at nats://127.0.0.1:1: "},
 		{"unreachable stats", append([]string{"audit", "stats"}, unreachable...), ExitFailure, "jetretry audit stats: cannot reach NATS at nats://127.0.0.1:1: "},
 		{"unreachable tail", append([]string{"audit", "tail"}, unreachable...), ExitFailure, "jetretry audit tail: cannot reach NATS at nats://127.0.0.1:1: "},
 		{"unreachable get", append([]string{"idempotency", "get", key}, unreachable...), ExitFailure, "jetretry idempotency get: cannot reach NATS at nats://127.0.0.1:1: "},
 		{"unreachable clear", append([]string{"idempotency", "clear", key}, unreachable...), ExitFailure, "jetretry idempotency clear: cannot reach NATS at nats://127.0.0.1:1: "},
+		{"unreachable jobs list", append([]string{"jobs", "list"}, unreachable...), ExitFailure, "jetretry jobs list: cannot reach NATS at nats://127.0.0.1:1: "},
+		{"unreachable jobs inspect", append([]string{"jobs", "inspect", "k"}, unreachable...), ExitFailure, "jetretry jobs inspect: cannot reach NATS at nats://127.0.0.1:1: "},
+		{"unreachable jobs dead", append([]string{"jobs", "dead"}, unreachable...), ExitFailure, "jetretry jobs dead: cannot reach NATS at nats://127.0.0.1:1: "},
 		{"unreachable redacts password", []string{"audit", "query", "--server", "nats://u:secret@127.0.0.1:1", "--timeout", "300ms"}, ExitFailure, "cannot reach NATS at nats://u:xxxxx@127.0.0.1:1"},
 	}
 	for _, tt := range tests {

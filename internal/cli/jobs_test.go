@@ -1,0 +1,342 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/stretchr/testify/require"
+
+	"github.com/jetretry/jetretry/internal/natstest"
+	"github.com/jetretry/jetretry/jobs"
+	"github.com/jetretry/jetretry/retry"
+)
+
+// jobsServer starts a server with the jobs bucket and streams, and returns
+// a jobs client on it.
+func jobsServer(t *testing.T) (*natstest.Server, jetstream.JetStream, *jobs.Client) {
+	t.Helper()
+	s := natstest.Start(t)
+	_, js := s.JetStream(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	c, err := jobs.New(ctx, js, jobs.Config{})
+	require.NoError(t, err)
+	return s, js, c
+}
+
+// putJob stores rec as it is in the jobs bucket.
+func putJob(t *testing.T, js jetstream.JetStream, rec jobs.Record) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	kv, err := js.KeyValue(ctx, jobs.DefaultBucket)
+	require.NoError(t, err)
+	rec.Version, rec.ID = jobs.RecordVersion, jobs.ID(rec.Key)
+	b, err := json.Marshal(rec)
+	require.NoError(t, err)
+	_, err = kv.Put(ctx, rec.ID, b)
+	require.NoError(t, err)
+}
+
+// fixedJobs stores five jobs with fixed data, one in each state, and
+// returns their keys, oldest first.
+func fixedJobs(t *testing.T, js jetstream.JetStream) []string {
+	t.Helper()
+	at := func(min, sec int) time.Time { return time.Date(2026, 11, 20, 6, min, sec, 0, time.UTC) }
+	run := func(n int, attempt int, start time.Time, outcome jobs.Outcome, class jobs.ErrorClass, msg string) jobs.Run {
+		return jobs.Run{
+			RunID: fmt.Sprintf("019aa000-0000-7000-8000-00000000000%d", n), Owner: "worker-1:4242:ab12cd34",
+			Attempt: attempt, StartedAt: start, EndedAt: start.Add(1500 * time.Millisecond),
+			Outcome: outcome, ErrorClass: class, Error: msg,
+		}
+	}
+	recs := []jobs.Record{
+		{
+			Queue: "etl", Key: "etl/customer-1/2026-11-20", Payload: []byte(`{"customer":1}`),
+			Status: jobs.StatusFailed, AttemptCount: 1, LastError: "validator: schema mismatch: column \"amount\"",
+			ErrorClass: jobs.ClassFinal, CreatedAt: at(0, 0), UpdatedAt: at(0, 2), Terminal: true, TerminalReason: jobs.TerminalFinal,
+			History: []jobs.Run{run(1, 1, at(0, 0), jobs.OutcomeFailed, jobs.ClassFinal, "validator: schema mismatch: column \"amount\"")},
+		},
+		{
+			Queue: "etl", Key: "etl/customer-2/2026-11-20", Payload: []byte("not json"),
+			Status: jobs.StatusPending, AttemptCount: 2, BudgetUsed: 2, Dispatch: "d-2",
+			LastError: "extract: upstream 503", ErrorClass: jobs.ClassRetryable, NextRetryAt: at(4, 0),
+			CreatedAt: at(1, 0), UpdatedAt: at(2, 2),
+			History: []jobs.Run{
+				run(2, 1, at(1, 0), jobs.OutcomeFailed, jobs.ClassRetryable, "extract: upstream 503"),
+				run(3, 2, at(2, 0), jobs.OutcomeFailed, jobs.ClassRetryable, "extract: upstream 503"),
+			},
+		},
+		{
+			// A reprocess whose rerun failed and waits for its retry: the
+			// earlier success stays current.
+			Queue: "etl", Key: "etl/customer-3/2026-11-20", Payload: []byte(`{"customer":3,"note":"<re-run>"}`),
+			Status: jobs.StatusPending, AttemptCount: 2, BudgetUsed: 1, CurrentRunID: "019aa000-0000-7000-8000-000000000004",
+			Dispatch: "d-3", LastError: "load: warehouse timeout", ErrorClass: jobs.ClassRetryable, NextRetryAt: at(9, 0),
+			CreatedAt: at(2, 0), UpdatedAt: at(8, 2), Reprocess: true,
+			History: []jobs.Run{
+				run(4, 1, at(2, 0), jobs.OutcomeSuccess, "", ""),
+				func() jobs.Run {
+					r := run(5, 2, at(8, 0), jobs.OutcomeFailed, jobs.ClassRetryable, "load: warehouse timeout")
+					r.Reprocess = true
+					return r
+				}(),
+			},
+			Policy: &retry.Policy{MaxAttempts: 5, BaseDelay: time.Minute, MaxDelay: time.Hour, Multiplier: 2},
+		},
+		{
+			Queue: "etl", Key: "etl/customer-4/2026-11-20", Status: jobs.StatusFailed, AttemptCount: 8, BudgetUsed: 8,
+			LastError: strings.Repeat("extract: upstream 503 ", 5), ErrorClass: jobs.ClassRetryable,
+			CreatedAt: at(3, 0), UpdatedAt: at(7, 0), Terminal: true, TerminalReason: jobs.TerminalMaxAttempts,
+		},
+		{
+			Queue: "reports", Key: "reports/daily/2026-11-20", Status: jobs.StatusRunning, AttemptCount: 1,
+			Dispatch: "d-5", CreatedAt: at(5, 0), UpdatedAt: at(5, 1),
+			Run: &jobs.Run{RunID: "019aa000-0000-7000-8000-000000000006", Owner: "worker-2:77:ef56ab78",
+				Attempt: 1, StartedAt: at(5, 1), LeaseUntil: at(5, 31)},
+		},
+	}
+	keys := make([]string, 0, len(recs))
+	for _, r := range recs {
+		putJob(t, js, r)
+		keys = append(keys, r.Key)
+	}
+	return keys
+}
+
+// listKeys runs "jobs list --json" with args and returns the keys listed.
+func listKeys(t *testing.T, url string, args ...string) []string {
+	t.Helper()
+	code, out, errOut := run(t, append([]string{"jobs", "list", "--server", url, "--json"}, args...)...)
+	require.Equal(t, ExitOK, code, errOut)
+	var got []jobJSON
+	require.NoError(t, json.Unmarshal([]byte(out), &got))
+	keys := make([]string, 0, len(got))
+	for _, j := range got {
+		keys = append(keys, j.Key)
+	}
+	return keys
+}
+
+func TestJobsList(t *testing.T) {
+	s, js, _ := jobsServer(t)
+	keys := fixedJobs(t, js)
+
+	code, out, errOut := run(t, "jobs", "list", "--server", s.URL())
+	require.Equal(t, ExitOK, code, errOut)
+	require.Empty(t, errOut)
+	golden(t, "jobs_list.txt", out)
+
+	tests := []struct {
+		name string
+		args []string
+		want []string
+	}{
+		{"all", nil, keys},
+		{"queue", []string{"--queue", "reports"}, keys[4:]},
+		{"status", []string{"--status", "failed"}, []string{keys[0], keys[3]}},
+		{"pending in etl", []string{"--queue", "etl", "--status", "pending"}, keys[1:3]},
+		{"terminal", []string{"--terminal"}, []string{keys[0], keys[3]}},
+		{"not terminal", []string{"--terminal=false"}, []string{keys[1], keys[2], keys[4]}},
+		{"limit", []string{"--limit", "2"}, keys[:2]},
+		{"none", []string{"--queue", "nope"}, []string{}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			require.Equal(t, tt.want, listKeys(t, s.URL(), tt.args...))
+		})
+	}
+
+	code, out, errOut = run(t, "jobs", "list", "--server", s.URL(), "--status", "running")
+	require.Equal(t, ExitOK, code, errOut)
+	require.Contains(t, out, "reports/daily/2026-11-20  reports  running")
+	code, out, errOut = run(t, "jobs", "list", "--server", s.URL(), "--queue", "nope")
+	require.Equal(t, ExitOK, code)
+	require.Empty(t, out)
+	require.Equal(t, "jetretry jobs list: no matching jobs\n", errOut)
+}
+
+func TestJobsInspectGolden(t *testing.T) {
+	s, js, _ := jobsServer(t)
+	keys := fixedJobs(t, js)
+
+	code, out, errOut := run(t, "jobs", "inspect", keys[2], "--server", s.URL(), "--json")
+	require.Equal(t, ExitOK, code, errOut)
+	golden(t, "jobs_inspect.json", out)
+	var got jobJSON
+	require.NoError(t, json.Unmarshal([]byte(out), &got))
+	require.JSONEq(t, `{"customer":3,"note":"<re-run>"}`, string(got.Payload), "the payload is raw JSON")
+
+	code, out, errOut = run(t, "jobs", "inspect", "--server", s.URL(), keys[2])
+	require.Equal(t, ExitOK, code, errOut)
+	golden(t, "jobs_inspect.txt", out)
+
+	code, out, _ = run(t, "jobs", "inspect", "--server", s.URL(), keys[4])
+	require.Equal(t, ExitOK, code)
+	require.Contains(t, out, "running:        run 019aa000-0000-7000-8000-000000000006 (attempt 1) on worker-2:77:ef56ab78 since 2026-11-20T06:05:01.000Z, lease until 2026-11-20T06:05:31.000Z\n")
+	require.Contains(t, out, "\nno runs yet\n")
+
+	code, out, _ = run(t, "jobs", "inspect", "--server", s.URL(), keys[1], "--json")
+	require.Equal(t, ExitOK, code)
+	require.Contains(t, out, `"payload": "not json"`, "a payload that is not JSON is a string")
+
+	code, out, errOut = run(t, "jobs", "inspect", "--server", s.URL(), "etl/nope")
+	require.Equal(t, ExitFailure, code)
+	require.Empty(t, out)
+	require.Equal(t, "jetretry jobs inspect: no job with key \"etl/nope\" in bucket JETRETRY_JOBS\n", errOut)
+}
+
+// jobsWorld is a server with a worker on queue etl whose handler fails
+// for good on payload "final", until the job's key is healed, and
+// succeeds otherwise.
+type jobsWorld struct {
+	s      *natstest.Server
+	js     jetstream.JetStream
+	c      *jobs.Client
+	healed sync.Map
+}
+
+func newJobsWorld(t *testing.T) *jobsWorld {
+	t.Helper()
+	w := &jobsWorld{}
+	w.s, w.js, w.c = jobsServer(t)
+	startJobsWorker(t, w.c, "etl", 2, func(_ context.Context, j *jobs.Job) error {
+		if _, ok := w.healed.Load(j.Key); !ok && string(j.Payload) == "final" {
+			return retry.Permanent(errors.New("validator: schema mismatch"))
+		}
+		return nil
+	})
+	return w
+}
+
+// startJobsWorker runs a worker until the returned stop is called or the
+// test ends.
+func startJobsWorker(t *testing.T, c *jobs.Client, queue string, n int, h jobs.Handler) (stop func()) {
+	t.Helper()
+	w, err := jobs.NewWorker(c, queue, h, jobs.WorkerConfig{Concurrency: n, Owner: "cli-test"})
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Go(func() { _ = w.Run(ctx) })
+	stop = sync.OnceFunc(func() { cancel(); wg.Wait() })
+	t.Cleanup(stop)
+	return stop
+}
+
+// submitJobs submits jobs with payload to queue.
+func submitJobs(t *testing.T, c *jobs.Client, queue, payload string, keys ...string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	for _, k := range keys {
+		_, _, err := c.Submit(ctx, queue, k, []byte(payload), jobs.SubmitOptions{})
+		require.NoError(t, err)
+	}
+}
+
+// waitJobStatus waits, boundedly, until every key has status st, and
+// returns their records.
+func waitJobStatus(t *testing.T, c *jobs.Client, st jobs.Status, keys ...string) []jobs.Record {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	out := make([]jobs.Record, len(keys))
+	for i, k := range keys {
+		for {
+			rec, err := c.Get(context.Background(), k)
+			if err == nil && rec.Status == st {
+				out[i] = rec
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("job %s: not %s in time: %+v (%v)", k, st, rec, err)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	return out
+}
+
+func TestJobsDead(t *testing.T) {
+	w := newJobsWorld(t)
+	url := w.s.URL()
+	submitJobs(t, w.c, "etl", "final", "etl/d1", "etl/d2")
+	submitJobs(t, w.c, "etl", "ok", "etl/ok")
+	failed := waitJobStatus(t, w.c, jobs.StatusFailed, "etl/d1", "etl/d2")
+	stop := startJobsWorker(t, w.c, "other", 1, func(context.Context, *jobs.Job) error {
+		return retry.Permanent(errors.New("other: gone"))
+	})
+	submitJobs(t, w.c, "other", "", "other/d3")
+	waitJobStatus(t, w.c, jobs.StatusFailed, "other/d3")
+	stop()
+
+	deadKeys := func(args ...string) []string {
+		t.Helper()
+		code, out, errOut := run(t, append([]string{"jobs", "dead", "--server", url, "--json"}, args...)...)
+		require.Equal(t, ExitOK, code, errOut)
+		var got []jobJSON
+		require.NoError(t, json.Unmarshal([]byte(out), &got))
+		var keys []string
+		for _, j := range got {
+			require.Equal(t, jobs.StatusFailed, j.Status)
+			require.Equal(t, jobs.TerminalFinal, j.TerminalReason)
+			require.Len(t, j.History, 1)
+			keys = append(keys, j.Key)
+		}
+		return keys
+	}
+	first, second := "etl/d1", "etl/d2"
+	if failed[1].UpdatedAt.Before(failed[0].UpdatedAt) {
+		first, second = second, first
+	}
+	require.ElementsMatch(t, []string{"etl/d1", "etl/d2", "other/d3"}, deadKeys())
+	require.Equal(t, []string{first, second}, deadKeys("--queue", "etl"))
+	require.Equal(t, []string{first}, deadKeys("--queue", "etl", "--limit", "1"))
+	require.Equal(t, []string{"other/d3"}, deadKeys("--queue", "other"))
+
+	code, out, errOut := run(t, "jobs", "dead", "--server", url, "--queue", "other")
+	require.Equal(t, ExitOK, code, errOut)
+	require.Regexp(t, `^FAILED +KEY +QUEUE +REASON +ATTEMPTS +CLASS +LAST ERROR\n\S+Z  other/d3  other  final   1         final  other: gone\n$`, out)
+
+	code, out, errOut = run(t, "jobs", "dead", "--server", url, "--queue", "idle")
+	require.Equal(t, ExitOK, code)
+	require.Empty(t, out)
+	require.Equal(t, "jetretry jobs dead: no dead letters\n", errOut)
+}
+
+func TestJobsMissingStorage(t *testing.T) {
+	s := natstest.Start(t)
+	_, js := s.JetStream(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	cmds := [][]string{
+		{"jobs", "list"}, {"jobs", "inspect", "k"}, {"jobs", "dead"},
+	}
+	for _, args := range cmds {
+		code, out, errOut := run(t, append(args, "--server", s.URL())...)
+		require.Equal(t, ExitFailure, code)
+		require.Empty(t, out)
+		require.Equal(t, "jetretry "+strings.Join(args[:2], " ")+": no jobs bucket JETRETRY_JOBS at "+s.URL()+
+			` (run a worker or "jetretry demo" first)`+"\n", errOut)
+	}
+	_, err := js.KeyValue(ctx, jobs.DefaultBucket)
+	require.ErrorIs(t, err, jetstream.ErrBucketNotFound, "the CLI never creates the bucket")
+
+	_, err = js.CreateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: jobs.DefaultBucket})
+	require.NoError(t, err)
+	code, _, errOut := run(t, "jobs", "dead", "--server", s.URL())
+	require.Equal(t, ExitFailure, code)
+	require.Equal(t, "jetretry jobs dead: no jobs stream JETRETRY_JOBS_WORK at "+s.URL()+` (run a worker or "jetretry demo" first)`+"\n", errOut)
+	_, err = js.Stream(ctx, jobs.DefaultStream)
+	require.ErrorIs(t, err, jetstream.ErrStreamNotFound)
+
+	code, _, errOut = run(t, "jobs", "list", "--server", s.URL(), "--bucket", "OTHER")
+	require.Equal(t, ExitFailure, code)
+	require.Contains(t, errOut, "no jobs bucket OTHER at ")
+}
