@@ -347,9 +347,12 @@ func runJobsDead(ctx context.Context, args []string, stdout, stderr io.Writer) e
 			return j.conn.jsError("read dead-letter stream "+j.dlq, err)
 		}
 	}
+	// DeadLetters reads the oldest first in stream order; the time a job
+	// failed orders them across queues (and workers), so --limit applies
+	// after reading at least the library's default per queue.
 	var recs []jobs.Record
 	for _, q := range queues {
-		got, err := c.DeadLetters(ctx, q, *limit)
+		got, err := c.DeadLetters(ctx, q, max(*limit, 1000))
 		if err != nil {
 			return j.conn.jsError("read dead letters of queue "+q, err)
 		}
