@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"flag"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -107,6 +108,9 @@ func TestHelpGolden(t *testing.T) {
 		{"jobs", []string{"jobs", "--help"}},
 		{"jobs_list", []string{"jobs", "list", "--help"}},
 		{"jobs_inspect", []string{"jobs", "inspect", "--help"}},
+		{"jobs_requeue", []string{"jobs", "requeue", "--help"}},
+		{"jobs_reprocess", []string{"jobs", "reprocess", "--help"}},
+		{"jobs_cancel", []string{"jobs", "cancel", "--help"}},
 		{"jobs_dead", []string{"jobs", "dead", "--help"}},
 	}
 	for _, tt := range tests {
@@ -245,6 +249,15 @@ func TestExitCodes(t *testing.T) {
 		{"jobs list bad bucket", []string{"jobs", "list", "--bucket", "A.B"}, ExitUsage, `--bucket "A.B"`},
 		{"jobs inspect missing key", []string{"jobs", "inspect"}, ExitUsage, "missing KEY"},
 		{"jobs inspect two keys", []string{"jobs", "inspect", "a", "b"}, ExitUsage, `unexpected argument "b"`},
+		{"jobs requeue nothing", []string{"jobs", "requeue"}, ExitUsage, "missing KEY... or --queue Q"},
+		{"jobs requeue keys and queue", []string{"jobs", "requeue", "k", "--queue", "q"}, ExitUsage, "give job KEYs, or --queue to select failed jobs, not both"},
+		{"jobs requeue status without queue", []string{"jobs", "requeue", "--status", "failed"}, ExitUsage, "missing KEY... or --queue Q"},
+		{"jobs requeue other status", []string{"jobs", "requeue", "--queue", "q", "--status", "success"}, ExitUsage, `--status "success": only failed jobs can be requeued`},
+		{"jobs requeue bad audit stream", []string{"jobs", "requeue", "k", "--audit-stream", "a.b"}, ExitUsage, "--audit-stream/--audit-prefix"},
+		{"jobs requeue over 100 keys", append(append([]string{"jobs", "requeue"}, unreachable...), manyKeys(101)...), ExitUsage,
+			"101 jobs selected, more than 100: add --yes"},
+		{"jobs reprocess missing key", []string{"jobs", "reprocess"}, ExitUsage, "missing KEY"},
+		{"jobs cancel two keys", []string{"jobs", "cancel", "a", "b"}, ExitUsage, `unexpected argument "b"`},
 		{"jobs dead bad queue", []string{"jobs", "dead", "--queue", "a b"}, ExitUsage, `--queue "a b"`},
 		{"jobs dead bad flag", []string{"jobs", "dead", "--status", "failed"}, ExitUsage, "flag provided but not defined: -status"},
 		{"unknown jobs subcommand", []string{"jobs", "retry"}, ExitUsage, `jetretry jobs: unknown subcommand "retry"`},
@@ -256,6 +269,10 @@ func TestExitCodes(t *testing.T) {
 		{"unreachable clear", append([]string{"idempotency", "clear", key}, unreachable...), ExitFailure, "jetretry idempotency clear: cannot reach NATS at nats://127.0.0.1:1: "},
 		{"unreachable jobs list", append([]string{"jobs", "list"}, unreachable...), ExitFailure, "jetretry jobs list: cannot reach NATS at nats://127.0.0.1:1: "},
 		{"unreachable jobs inspect", append([]string{"jobs", "inspect", "k"}, unreachable...), ExitFailure, "jetretry jobs inspect: cannot reach NATS at nats://127.0.0.1:1: "},
+		{"unreachable jobs requeue", append([]string{"jobs", "requeue", "k"}, unreachable...), ExitFailure, "jetretry jobs requeue: cannot reach NATS at nats://127.0.0.1:1: "},
+		{"unreachable jobs requeue range", append([]string{"jobs", "requeue", "--queue", "q"}, unreachable...), ExitFailure, "jetretry jobs requeue: cannot reach NATS at nats://127.0.0.1:1: "},
+		{"unreachable jobs reprocess", append([]string{"jobs", "reprocess", "k"}, unreachable...), ExitFailure, "jetretry jobs reprocess: cannot reach NATS at nats://127.0.0.1:1: "},
+		{"unreachable jobs cancel", append([]string{"jobs", "cancel", "k"}, unreachable...), ExitFailure, "jetretry jobs cancel: cannot reach NATS at nats://127.0.0.1:1: "},
 		{"unreachable jobs dead", append([]string{"jobs", "dead"}, unreachable...), ExitFailure, "jetretry jobs dead: cannot reach NATS at nats://127.0.0.1:1: "},
 		{"unreachable redacts password", []string{"audit", "query", "--server", "nats://u:secret@127.0.0.1:1", "--timeout", "300ms"}, ExitFailure, "cannot reach NATS at nats://u:xxxxx@127.0.0.1:1"},
 	}
@@ -271,6 +288,15 @@ func TestExitCodes(t *testing.T) {
 			require.Less(t, time.Since(start), 5*time.Second)
 		})
 	}
+}
+
+// manyKeys returns n job keys.
+func manyKeys(n int) []string {
+	keys := make([]string, n)
+	for i := range keys {
+		keys[i] = fmt.Sprintf("k/%d", i)
+	}
+	return keys
 }
 
 func TestUnreachableFromEnv(t *testing.T) {

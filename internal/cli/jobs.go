@@ -22,10 +22,14 @@ import (
 	"github.com/jetretry/jetretry/jobs"
 )
 
-const jobsIntro = `Reads durable jobs: lists and inspects the job records of the KV bucket
-(default JETRETRY_JOBS), and reads the dead letters. Nothing here creates
-the bucket or the streams: they come from the first worker (or "jetretry
-demo").
+const jobsIntro = `Operates durable jobs: lists and inspects the job records of the KV
+bucket (default JETRETRY_JOBS), reads the dead letters, and requeues,
+reprocesses or cancels jobs. Nothing here creates the bucket or the
+streams: they come from the first worker (or "jetretry demo").
+
+Requeue, reprocess and cancel are manual overrides: each one is published
+to the audit stream as a manual_override event that names the operator
+($USER) and carries --reason.
 `
 
 const jobsListUsage = `Usage: jetretry jobs list [--queue Q] [--status S] [--terminal] [--limit N] [--json]

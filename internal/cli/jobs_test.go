@@ -13,6 +13,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/require"
 
+	"github.com/jetretry/jetretry/audit"
 	"github.com/jetretry/jetretry/internal/natstest"
 	"github.com/jetretry/jetretry/jobs"
 	"github.com/jetretry/jetretry/retry"
@@ -263,6 +264,141 @@ func waitJobStatus(t *testing.T, c *jobs.Client, st jobs.Status, keys ...string)
 	return out
 }
 
+// jobOverrides returns the manual_override events of the audit stream
+// about job key.
+func jobOverrides(t *testing.T, js jetstream.JetStream, key string) []audit.Event {
+	t.Helper()
+	var out []audit.Event
+	for _, e := range manualOverrides(t, js) {
+		if e.AdditionalContext["job_key"] == key {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+func TestJobsRequeue(t *testing.T) {
+	t.Setenv("USER", "ops-alice")
+	w := newJobsWorld(t)
+	url := w.s.URL()
+	submitJobs(t, w.c, "etl", "final", "etl/a", "etl/b")
+	submitJobs(t, w.c, "etl", "ok", "etl/ok")
+	failed := waitJobStatus(t, w.c, jobs.StatusFailed, "etl/a", "etl/b")
+	waitJobStatus(t, w.c, jobs.StatusSuccess, "etl/ok")
+
+	// inspect shows the failed run.
+	code, out, errOut := run(t, "jobs", "inspect", "etl/a", "--server", url, "--json")
+	require.Equal(t, ExitOK, code, errOut)
+	var got jobJSON
+	require.NoError(t, json.Unmarshal([]byte(out), &got))
+	require.Equal(t, jobs.StatusFailed, got.Status)
+	require.True(t, got.Terminal)
+	require.Equal(t, jobs.TerminalFinal, got.TerminalReason)
+	require.Len(t, got.History, 1)
+	require.Equal(t, failed[0].History[0].RunID, got.History[0].RunID)
+	require.NotEmpty(t, got.History[0].RunID)
+	require.Equal(t, jobs.OutcomeFailed, got.History[0].Outcome)
+	require.Equal(t, jobs.ClassFinal, got.History[0].ErrorClass)
+	require.Contains(t, got.History[0].Error, "validator: schema mismatch")
+	require.False(t, got.History[0].EndedAt.IsZero())
+	require.Equal(t, time.UTC, got.UpdatedAt.Location())
+
+	// A requeue of a failed job: pending, dispatched, audited with the
+	// reason; the worker now runs it to success.
+	w.healed.Store("etl/a", true)
+	code, out, errOut = run(t, "jobs", "requeue", "etl/a", "--server", url, "--reason", "schema fixed")
+	require.Equal(t, ExitOK, code, errOut)
+	require.Empty(t, errOut)
+	require.Regexp(t, `^requeued "etl/a": pending in queue etl \(was final, attempt_count 1\); audit event \S+\n$`, out)
+	rec := waitJobStatus(t, w.c, jobs.StatusSuccess, "etl/a")[0]
+	require.Equal(t, 2, rec.AttemptCount)
+	ev := jobOverrides(t, w.js, "etl/a")
+	require.Len(t, ev, 1)
+	require.Contains(t, out, ev[0].EventID)
+	require.Equal(t, "requeue", ev[0].AdditionalContext["override"])
+	require.Equal(t, "schema fixed", ev[0].AdditionalContext["reason"])
+	require.Equal(t, "ops-alice", ev[0].AdditionalContext["operator"])
+	require.Equal(t, "jetretry jobs requeue", ev[0].AdditionalContext["command"])
+	require.Equal(t, "final", ev[0].AdditionalContext["previous_terminal_reason"])
+
+	// Not failed: that job's error, exit 1, one line.
+	code, out, errOut = run(t, "jobs", "requeue", "etl/ok", "--server", url)
+	require.Equal(t, ExitFailure, code)
+	require.Empty(t, out)
+	require.Equal(t, `jetretry jobs requeue: jobs: invalid transition: requeue of job "etl/ok" in status success: only a failed job can be requeued`+"\n", errOut)
+
+	// Several keys: per-key results, a summary, exit 1 when any failed.
+	code, out, errOut = run(t, "jobs", "requeue", "etl/b", "etl/ok", "etl/missing", "etl/b", "--server", url)
+	require.Equal(t, ExitFailure, code)
+	lines := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
+	require.Len(t, lines, 4, out)
+	require.Regexp(t, `^requeued "etl/b": pending in queue etl`, lines[0])
+	require.Equal(t, `not requeued "etl/ok": jobs: invalid transition: requeue of job "etl/ok" in status success: only a failed job can be requeued`, lines[1])
+	require.Equal(t, `not requeued "etl/missing": no job with key "etl/missing" in bucket JETRETRY_JOBS`, lines[2])
+	require.Equal(t, "requeued 1 of 3 jobs, 2 not requeued", lines[3])
+	require.Equal(t, "jetretry jobs requeue: 2 of 3 jobs were not requeued\n", errOut)
+	require.Len(t, jobOverrides(t, w.js, "etl/b"), 1)
+	require.Empty(t, jobOverrides(t, w.js, "etl/ok"), "a refused requeue is not an override")
+}
+
+func TestJobsReprocessCancel(t *testing.T) {
+	w := newJobsWorld(t)
+	url := w.s.URL()
+	submitJobs(t, w.c, "etl", "ok", "etl/ok")
+	submitJobs(t, w.c, "etl", "final", "etl/bad")
+	submitJobs(t, w.c, "idle", "", "idle/1") // no worker: stays pending
+	first := waitJobStatus(t, w.c, jobs.StatusSuccess, "etl/ok")[0]
+	waitJobStatus(t, w.c, jobs.StatusFailed, "etl/bad")
+
+	code, out, errOut := run(t, "jobs", "reprocess", "etl/ok", "--server", url, "--reason", "validator fixed")
+	require.Equal(t, ExitOK, code, errOut)
+	require.Regexp(t, `^reprocessing "etl/ok": pending in queue etl; run `+first.CurrentRunID+` stays current unless the rerun succeeds; audit event \S+\n$`, out)
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		rec, err := w.c.Get(context.Background(), "etl/ok")
+		require.NoError(t, err)
+		if rec.Status == jobs.StatusSuccess && len(rec.History) == 2 {
+			require.True(t, rec.History[1].Reprocess)
+			require.Equal(t, rec.History[1].RunID, rec.CurrentRunID)
+			break
+		}
+		require.True(t, time.Now().Before(deadline), "the reprocess did not run: %+v", rec)
+		time.Sleep(20 * time.Millisecond)
+	}
+	ev := jobOverrides(t, w.js, "etl/ok")
+	require.Len(t, ev, 1)
+	require.Equal(t, "reprocess", ev[0].AdditionalContext["override"])
+	require.Equal(t, "validator fixed", ev[0].AdditionalContext["reason"])
+
+	code, out, errOut = run(t, "jobs", "reprocess", "etl/bad", "--server", url)
+	require.Equal(t, ExitFailure, code)
+	require.Empty(t, out)
+	require.Equal(t, `jetretry jobs reprocess: jobs: invalid transition: reprocess of job "etl/bad" in status failed: only a successful job can be reprocessed`+"\n", errOut)
+
+	code, out, errOut = run(t, "jobs", "cancel", "idle/1", "--server", url, "--reason", "not needed")
+	require.Equal(t, ExitOK, code, errOut)
+	require.Regexp(t, `^cancelled "idle/1": failed, terminal \(manual\); audit event \S+\n$`, out)
+	rec, err := w.c.Get(context.Background(), "idle/1")
+	require.NoError(t, err)
+	require.Equal(t, jobs.StatusFailed, rec.Status)
+	require.Equal(t, jobs.TerminalManual, rec.TerminalReason)
+	ev = jobOverrides(t, w.js, "idle/1")
+	require.Len(t, ev, 1)
+	require.Equal(t, "cancel", ev[0].AdditionalContext["override"])
+	require.Equal(t, "not needed", ev[0].AdditionalContext["reason"])
+
+	for _, key := range []string{"idle/1", "etl/ok"} {
+		code, out, errOut = run(t, "jobs", "cancel", key, "--server", url)
+		require.Equal(t, ExitFailure, code)
+		require.Empty(t, out)
+		require.Contains(t, errOut, "only a pending or running job can be cancelled")
+		requireOneLine(t, errOut)
+	}
+	code, _, errOut = run(t, "jobs", "cancel", "nope", "--server", url)
+	require.Equal(t, ExitFailure, code)
+	require.Equal(t, "jetretry jobs cancel: no job with key \"nope\" in bucket JETRETRY_JOBS\n", errOut)
+}
+
 func TestJobsDead(t *testing.T) {
 	w := newJobsWorld(t)
 	url := w.s.URL()
@@ -310,6 +446,66 @@ func TestJobsDead(t *testing.T) {
 	require.Equal(t, "jetretry jobs dead: no dead letters\n", errOut)
 }
 
+func TestJobsRequeueRange(t *testing.T) {
+	t.Setenv("USER", "ops-bob")
+	s, js, c := jobsServer(t)
+	url := s.URL()
+	const n = requeueConfirmAbove + 1
+	keys := make([]string, n)
+	for i := range keys {
+		keys[i] = fmt.Sprintf("bulk/%03d", i)
+	}
+	stop := startJobsWorker(t, c, "bulk", 8, func(context.Context, *jobs.Job) error {
+		return retry.Permanent(errors.New("bulk: broken"))
+	})
+	submitJobs(t, c, "bulk", "", keys...)
+	submitJobs(t, c, "bulk2", "", "bulk2/pending")
+	waitJobStatus(t, c, jobs.StatusFailed, keys...)
+	stop() // requeued jobs stay pending
+
+	// Over the threshold without --yes: refused, exit 2, nothing changed.
+	code, out, errOut := run(t, "jobs", "requeue", "--queue", "bulk", "--status", "failed", "--server", url)
+	require.Equal(t, ExitUsage, code)
+	require.Empty(t, out)
+	require.Equal(t, fmt.Sprintf("jetretry jobs requeue: %d jobs selected, more than 100: add --yes to requeue them all, or narrow the selection (--limit; --dry-run lists it)\n", n), errOut)
+	require.Len(t, listKeys(t, url, "--queue", "bulk", "--status", "failed"), n)
+
+	// --dry-run lists the selection and changes nothing.
+	code, out, errOut = run(t, "jobs", "requeue", "--queue", "bulk", "--server", url, "--dry-run", "--terminal")
+	require.Equal(t, ExitOK, code, errOut)
+	lines := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
+	require.Len(t, lines, n+1)
+	require.Equal(t, `would requeue "bulk/000": failed in queue bulk (final, attempt_count 1, bulk: broken)`, lines[0], "oldest first")
+	require.Equal(t, fmt.Sprintf("would requeue %d of %d jobs (dry run: nothing changed)", n, n), lines[n])
+	require.Len(t, listKeys(t, url, "--queue", "bulk", "--status", "failed"), n)
+	require.Empty(t, manualOverrides(t, js))
+
+	// --limit narrows the selection under the threshold.
+	code, out, errOut = run(t, "jobs", "requeue", "--queue", "bulk", "--limit", "3", "--server", url, "--reason", "retry three")
+	require.Equal(t, ExitOK, code, errOut)
+	lines = strings.Split(strings.TrimSuffix(out, "\n"), "\n")
+	require.Len(t, lines, 4)
+	require.Equal(t, "requeued 3 of 3 jobs, 0 not requeued", lines[3])
+	require.Len(t, listKeys(t, url, "--queue", "bulk", "--status", "pending"), 3)
+
+	// --yes confirms; the jobs already pending are not selected.
+	code, out, errOut = run(t, "jobs", "requeue", "--queue", "bulk", "--status", "failed", "--yes", "--server", url, "--reason", "replay")
+	require.Equal(t, ExitOK, code, errOut)
+	require.True(t, strings.HasSuffix(out, fmt.Sprintf("\nrequeued %d of %d jobs, 0 not requeued\n", n-3, n-3)), out)
+	require.Len(t, listKeys(t, url, "--queue", "bulk", "--status", "pending"), n)
+	require.Equal(t, []string{"bulk2/pending"}, listKeys(t, url, "--queue", "bulk2"), "other queues are not touched")
+	events := manualOverrides(t, js)
+	require.Len(t, events, n)
+	for _, e := range events {
+		require.Equal(t, "requeue", e.AdditionalContext["override"])
+		require.Equal(t, "ops-bob", e.AdditionalContext["operator"])
+	}
+
+	code, _, errOut = run(t, "jobs", "requeue", "--queue", "bulk", "--server", url)
+	require.Equal(t, ExitOK, code)
+	require.Equal(t, "jetretry jobs requeue: no failed jobs in queue bulk match\n", errOut)
+}
+
 func TestJobsMissingStorage(t *testing.T) {
 	s := natstest.Start(t)
 	_, js := s.JetStream(t)
@@ -317,6 +513,7 @@ func TestJobsMissingStorage(t *testing.T) {
 	defer cancel()
 	cmds := [][]string{
 		{"jobs", "list"}, {"jobs", "inspect", "k"}, {"jobs", "dead"},
+		{"jobs", "requeue", "k"}, {"jobs", "requeue", "--queue", "q"}, {"jobs", "reprocess", "k"}, {"jobs", "cancel", "k"},
 	}
 	for _, args := range cmds {
 		code, out, errOut := run(t, append(args, "--server", s.URL())...)
@@ -327,6 +524,8 @@ func TestJobsMissingStorage(t *testing.T) {
 	}
 	_, err := js.KeyValue(ctx, jobs.DefaultBucket)
 	require.ErrorIs(t, err, jetstream.ErrBucketNotFound, "the CLI never creates the bucket")
+	_, err = js.Stream(ctx, audit.DefaultStreamName)
+	require.ErrorIs(t, err, jetstream.ErrStreamNotFound, "nor the audit stream when nothing is changed")
 
 	_, err = js.CreateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: jobs.DefaultBucket})
 	require.NoError(t, err)
