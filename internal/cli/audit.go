@@ -529,14 +529,19 @@ func statsRows(stats map[string]audit.CategoryStats) []statsRow {
 		if s.Attempts+s.Exhaustions+s.IdempotencyHits+s.IdempotencyRecords+s.Takeovers+s.CallsWithFailures == 0 {
 			continue
 		}
-		rows = append(rows, statsRow{
-			Category: c, Attempts: s.Attempts, Exhaustions: s.Exhaustions,
-			IdempotencyHits: s.IdempotencyHits, IdempotencyRecords: s.IdempotencyRecords, Takeovers: s.Takeovers,
-			CallsWithFailures: s.CallsWithFailures, FailedCalls: s.FailedCalls,
-			SuccessRate: s.SuccessRate, AvgAttempts: s.AvgAttempts,
-		})
+		rows = append(rows, newStatsRow(c, s))
 	}
 	return rows
+}
+
+// newStatsRow returns category c's statistics as printed.
+func newStatsRow(c string, s audit.CategoryStats) statsRow {
+	return statsRow{
+		Category: c, Attempts: s.Attempts, Exhaustions: s.Exhaustions,
+		IdempotencyHits: s.IdempotencyHits, IdempotencyRecords: s.IdempotencyRecords, Takeovers: s.Takeovers,
+		CallsWithFailures: s.CallsWithFailures, FailedCalls: s.FailedCalls,
+		SuccessRate: s.SuccessRate, AvgAttempts: s.AvgAttempts,
+	}
 }
 
 // writeStatsJSON prints the stats rows as a JSON array.

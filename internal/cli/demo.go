@@ -144,20 +144,6 @@ type Demo struct {
 	getenv func(string) string // nil: os.Getenv
 }
 
-// demoStats is one row of the demo's statistics, as JSON.
-type demoStats struct {
-	Category           string  `json:"category"`
-	Attempts           int     `json:"attempts"`
-	Exhaustions        int     `json:"exhaustions"`
-	IdempotencyHits    int     `json:"idempotency_hits"`
-	IdempotencyRecords int     `json:"idempotency_records"`
-	Takeovers          int     `json:"takeovers"`
-	CallsWithFailures  int     `json:"calls_with_failures"`
-	FailedCalls        int     `json:"failed_calls"`
-	SuccessRate        float64 `json:"success_rate"`
-	AvgAttempts        float64 `json:"avg_attempts"`
-}
-
 // demoResult is the outcome of a run, as --json prints it.
 type demoResult struct {
 	RunID           string    `json:"run_id"`
@@ -179,9 +165,9 @@ type demoResult struct {
 	Stream           string `json:"stream"`
 	// Events counts this run's events read back from the stream, and
 	// StreamEvents all the events the stream holds.
-	Events       int         `json:"events"`
-	StreamEvents uint64      `json:"stream_events"`
-	Categories   []demoStats `json:"categories"`
+	Events       int        `json:"events"`
+	StreamEvents uint64     `json:"stream_events"`
+	Categories   []statsRow `json:"categories"`
 	// Jobs summarizes the durable job queue.
 	Jobs *demoJobsResult `json:"jobs"`
 }
@@ -396,12 +382,7 @@ func (d *Demo) Run(ctx context.Context, stdout io.Writer) (err error) {
 	for _, c := range categories.All() {
 		s := stats[string(c)]
 		res.Events += s.Attempts + s.Exhaustions + s.IdempotencyHits + s.IdempotencyRecords + s.Takeovers
-		res.Categories = append(res.Categories, demoStats{
-			Category: string(c), Attempts: s.Attempts, Exhaustions: s.Exhaustions,
-			IdempotencyHits: s.IdempotencyHits, IdempotencyRecords: s.IdempotencyRecords, Takeovers: s.Takeovers,
-			CallsWithFailures: s.CallsWithFailures, FailedCalls: s.FailedCalls,
-			SuccessRate: s.SuccessRate, AvgAttempts: s.AvgAttempts,
-		})
+		res.Categories = append(res.Categories, newStatsRow(string(c), s))
 	}
 	if res.Jobs, err = jd.summarize(rctx, js, start.Add(-time.Second), waited); err != nil {
 		return err
@@ -617,7 +598,7 @@ func printDemoTable(w io.Writer, res *demoResult) error {
 		res.Stream, res.Events, res.RunID, res.TenantID, res.StreamEvents)
 	const row = "%-27s  %8s  %9s  %5s  %7s  %7s  %8s  %8s\n"
 	fmt.Fprintf(w, row, "CATEGORY", "ATTEMPTS", "EXHAUSTED", "CALLS", "SUCCESS", "AVG_ATT", "IDEM_HIT", "IDEM_REC")
-	var tot demoStats
+	var tot statsRow
 	var attemptsMade float64 // sum of AvgAttempts * CallsWithFailures
 	for _, s := range res.Categories {
 		fmt.Fprintf(w, row, s.Category, demoCount(s.Attempts), demoCount(s.Exhaustions), demoCount(s.CallsWithFailures),
