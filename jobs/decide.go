@@ -39,6 +39,11 @@ const (
 	// verdictFinish: write the new record (a crashed run exhausted the
 	// budget), carry out the effects, acknowledge.
 	verdictFinish
+	// verdictRepairDLQ: the job failed terminally under this very dispatch
+	// and the message came back, so its dead letter may not have been
+	// published; publish it again (deduplicated by the DLQ stream), then
+	// acknowledge.
+	verdictRepairDLQ
 )
 
 // claimInput is what a worker brings to a claim.
@@ -72,7 +77,12 @@ func decideDispatch(rec Record, token string, in claimInput, cat string) dispatc
 		return dispatchDecision{verdict: verdictAck}
 	}
 	switch rec.Status {
-	case StatusSuccess, StatusFailed:
+	case StatusFailed:
+		if rec.Terminal && rec.TerminalReason != TerminalManual {
+			return dispatchDecision{verdict: verdictRepairDLQ}
+		}
+		return dispatchDecision{verdict: verdictAck}
+	case StatusSuccess:
 		return dispatchDecision{verdict: verdictAck}
 	case StatusRunning:
 		if in.now.Before(rec.Run.LeaseUntil) {
@@ -210,13 +220,18 @@ func decideOutcome(rec Record, in outcomeInput, cat string) (Record, effects) {
 // earlier success current: the status goes back to success, and nothing
 // goes to the dead letters.
 func terminate(rec Record, r Run, why TerminalReason, now time.Time, p retry.Policy, cat string) (Record, effects) {
-	rec.Run, rec.Dispatch, rec.NextRetryAt = nil, "", time.Time{}
+	// A failed job keeps the token of the dispatch it failed under: if
+	// that message comes back (its dead letter could not be published, or
+	// the worker died before acknowledging), decideDispatch republishes the
+	// dead letter. No new dispatch can carry it.
+	rec.Run, rec.NextRetryAt = nil, time.Time{}
 	ev := baseEvent(audit.TypeRetryExhausted, rec, r, cat, now)
 	ev.TotalAttempts = rec.AttemptCount
 	ev.MaxAttempts = p.MaxAttempts
 	ev.FinalExceptionType, ev.FinalExceptionMessage = r.ErrorType, r.Error
 	ev.StopReason = string(why)
 	if rec.Reprocess {
+		rec.Dispatch = ""
 		rec.Status, rec.Reprocess = StatusSuccess, false
 		rec.Terminal, rec.TerminalReason = false, ""
 		ev.AdditionalContext["reprocess"] = true
@@ -280,6 +295,7 @@ func cancel(rec Record, now time.Time, cat string) (Record, effects, error) {
 	ev := overrideEvent(rec, "cancel", cat, now)
 	rec.Run, rec.Dispatch, rec.NextRetryAt, rec.UpdatedAt = nil, "", time.Time{}, now
 	if rec.Reprocess {
+		rec.Dispatch = ""
 		rec.Status, rec.Reprocess = StatusSuccess, false
 		return rec, effects{events: []audit.Event{ev}}, nil
 	}

@@ -36,6 +36,10 @@ func TestDecideDispatch(t *testing.T) {
 	sched.NextRetryAt = t0.Add(time.Minute)
 	done := pendingRec()
 	done.Status = StatusSuccess
+	dead := pendingRec()
+	dead.Status, dead.Terminal, dead.TerminalReason = StatusFailed, true, TerminalFinal
+	cancelled := pendingRec()
+	cancelled.Status, cancelled.Terminal, cancelled.TerminalReason, cancelled.Dispatch = StatusFailed, true, TerminalManual, ""
 	tests := []struct {
 		name  string
 		rec   Record
@@ -48,6 +52,9 @@ func TestDecideDispatch(t *testing.T) {
 		{"stale token", pendingRec(), "X", t0, verdictAck},
 		{"stale token repairs schedule", sched, "X", t0, verdictRepair},
 		{"finished", done, "D", t0, verdictAck},
+		{"failed under this dispatch republishes its dead letter", dead, "D", t0, verdictRepairDLQ},
+		{"stray dispatch of a dead job", dead, "X", t0, verdictAck},
+		{"cancelled", cancelled, "D", t0, verdictAck},
 		{"live lease waits", running, "D", t0, verdictWait},
 		{"expired lease takes over", running, "D", t0.Add(6 * time.Second), verdictClaim},
 	}
@@ -141,6 +148,10 @@ func TestDecideOutcome(t *testing.T) {
 			require.Equal(t, tt.wantReason, got.TerminalReason)
 			require.Equal(t, tt.wantReason != "", got.Terminal)
 			require.Equal(t, tt.wantDLQ, fx.dlq)
+			if tt.wantDLQ {
+				require.Equal(t, "D", got.Dispatch, "a dead job keeps the token it failed under")
+				require.Equal(t, verdictRepairDLQ, decideDispatch(got, "D", claimInput{now: t0}, "C").verdict)
+			}
 			require.Nil(t, got.Run)
 			require.Len(t, got.History, 1)
 			if tt.wantEvent == "" {

@@ -245,9 +245,14 @@ func (w *Worker) handle(ctx context.Context, m jetstream.Msg) {
 		case verdictWait:
 			_ = m.NakWithDelay(dec.wait)
 			return
-		case verdictRepair:
+		case verdictRepair, verdictRepairDLQ:
 			octx, cancel := context.WithTimeout(ctx, opTimeout)
-			err := w.c.publishSchedule(octx, rec)
+			var err error
+			if dec.verdict == verdictRepair {
+				err = w.c.publishSchedule(octx, rec)
+			} else {
+				err = w.c.publishDLQ(octx, rec)
+			}
 			cancel()
 			if err != nil {
 				_ = m.NakWithDelay(time.Second)
