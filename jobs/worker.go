@@ -316,12 +316,28 @@ func (w *Worker) run(ctx context.Context, m jetstream.Msg, rec Record, rev uint6
 		defer close(hbDone)
 		t := time.NewTicker(w.cfg.Lease / 3)
 		defer t.Stop()
+		// The fence: a run whose lease could not be renewed in time (the
+		// server unreachable) ends when the lease does, before another
+		// worker may take the job over, so the key never runs twice at
+		// once. A margin covers clocks that disagree a little.
+		fence := time.NewTimer(w.leaseLeft(cur))
+		defer fence.Stop()
 		for {
 			select {
 			case <-hbStop:
 				return
 			case <-hctx.Done():
 				return
+			case <-fence.C:
+				mu.Lock()
+				left := w.leaseLeft(cur)
+				mu.Unlock()
+				if left <= 0 {
+					hcancel(errLeaseLost)
+					return
+				}
+				fence.Reset(left)
+				continue
 			case <-t.C:
 			}
 			_ = m.InProgress()
@@ -384,7 +400,9 @@ func (w *Worker) renew(ctx context.Context, cur *Record, rev *uint64) bool {
 	if !ok {
 		return true
 	}
-	octx, cancel := context.WithTimeout(ctx, opTimeout)
+	// A renewal may not outlast the lease it renews: the fence must be
+	// able to end the run in time.
+	octx, cancel := context.WithTimeout(ctx, min(opTimeout, max(w.leaseLeft(*cur), time.Millisecond)))
 	defer cancel()
 	n, conflict, err := w.c.update(octx, next, *rev)
 	if err != nil {
@@ -405,6 +423,15 @@ func (w *Worker) renew(ctx context.Context, cur *Record, rev *uint64) bool {
 	}
 	*cur, *rev = r, nrev
 	return false
+}
+
+// leaseLeft is how long the run of cur may still go on: until its lease
+// ends, less a tenth of the lease for clocks that disagree.
+func (w *Worker) leaseLeft(cur Record) time.Duration {
+	if cur.Run == nil {
+		return 0
+	}
+	return cur.Run.LeaseUntil.Add(-w.cfg.Lease / 10).Sub(w.c.cfg.Now())
 }
 
 // write ends run runID with decide's record, retrying while JetStream is

@@ -212,3 +212,40 @@ func TestJobsNoConcurrentRunsPerKey(t *testing.T) {
 	require.Zero(t, violations.Load())
 	require.Equal(t, int32(n), successes.Load())
 }
+
+// TestJobsFenceEndsARunThatCannotRenew shuts the server down while a
+// handler runs: its worker cannot renew the lease, so the handler's context
+// ends with the lease, before any other worker could take the job over.
+func TestJobsFenceEndsARunThatCannotRenew(t *testing.T) {
+	env := newJobsEnv(t)
+	ctx := context.Background()
+	started := make(chan time.Time, 1)
+	ended := make(chan time.Time, 1)
+	startWorker(t, env.c, "q", func(ctx context.Context, j *jobs.Job) error {
+		if j.Attempt == 1 {
+			started <- time.Now()
+			<-ctx.Done()
+			ended <- time.Now()
+			return ctx.Err()
+		}
+		return nil
+	}, jobs.WorkerConfig{Lease: 2 * time.Second, Policy: jobsPolicy(3)})
+	_, _, err := env.c.Submit(ctx, "q", "fenced", nil, jobs.SubmitOptions{})
+	require.NoError(t, err)
+	var t0 time.Time
+	select {
+	case t0 = <-started:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the handler did not start")
+	}
+	env.s.Shutdown()
+	defer env.s.Up()
+	select {
+	case t1 := <-ended:
+		// The lease was 2 s from the claim, just before t0; the fence ends
+		// the run a tenth of a lease early.
+		require.Less(t, t1.Sub(t0), 2*time.Second, "the run ended before its lease")
+	case <-time.After(10 * time.Second):
+		t.Fatal("the handler ran on past its lease with the server down")
+	}
+}
