@@ -31,6 +31,14 @@
 // leaves it unacknowledged, so it is redelivered after the lease, and the
 // next worker records the dead run as crashed and runs the job again.
 //
+// A run whose lease cannot be renewed in time (the server unreachable)
+// is fenced: its handler's context ends a tenth of a lease before the
+// lease does, so no other worker takes the job over while it runs. Jobs
+// are run at least once: a handler that succeeded while its outcome could
+// not be written (an outage longer than the lease) runs again elsewhere.
+// Give handlers with side effects an idempotency key (retry.Do with
+// retry.WithIdempotencyKey, derived from Job.Key) for exactly-once effects.
+//
 // The decisions are pure functions of a record, an outcome and the time;
 // see decide.go.
 //
