@@ -68,9 +68,14 @@ type WorkerConfig struct {
 	// Owner names this worker in run records. Default host:pid:random.
 	Owner string
 	// MissingDeliveries is how many times a dispatch for a job with no
-	// record yet is delivered before it is dropped. Default 5.
+	// record yet (Submit publishes the dispatch, then creates the record)
+	// is delivered before it is dropped as the leftover of a failed
+	// Submit. Default 8.
 	MissingDeliveries int
-	// MissingDelay is the wait between those deliveries. Default 500ms.
+	// MissingDelay is the first wait between those deliveries; it doubles
+	// each time, up to 30s. Default 500ms: with 8 deliveries a record has
+	// about a minute to appear, so a slow Create under load never strands
+	// its job.
 	MissingDelay time.Duration
 }
 
@@ -90,7 +95,7 @@ func (c WorkerConfig) withDefaults() (WorkerConfig, error) {
 		c.Owner = fmt.Sprintf("%s:%d:%s", h, os.Getpid(), uuid.NewString()[:8])
 	}
 	if c.MissingDeliveries == 0 {
-		c.MissingDeliveries = 5
+		c.MissingDeliveries = 8
 	}
 	if c.MissingDelay == 0 {
 		c.MissingDelay = 500 * time.Millisecond
@@ -191,6 +196,9 @@ func (w *Worker) Run(ctx context.Context) error {
 	return nil
 }
 
+// maxMissingDelay caps the backoff of a dispatch whose record is missing.
+const maxMissingDelay = 30 * time.Second
+
 // opTimeout bounds each JetStream call of the worker.
 const opTimeout = 5 * time.Second
 
@@ -215,11 +223,18 @@ func (w *Worker) handle(ctx context.Context, m jetstream.Msg) {
 		switch {
 		case errors.Is(err, ErrNotFound):
 			// The submit's Create may not have landed yet.
-			if md, merr := m.Metadata(); merr == nil && int(md.NumDelivered) >= w.cfg.MissingDeliveries {
+			md, merr := m.Metadata()
+			if merr == nil && int(md.NumDelivered) >= w.cfg.MissingDeliveries {
 				_ = m.Term()
 				return
 			}
-			_ = m.NakWithDelay(w.cfg.MissingDelay)
+			delay := w.cfg.MissingDelay
+			if merr == nil {
+				for n := uint64(1); n < md.NumDelivered && delay < maxMissingDelay; n++ {
+					delay *= 2
+				}
+			}
+			_ = m.NakWithDelay(min(delay, maxMissingDelay))
 			return
 		case errors.Is(err, ErrCorrupt):
 			w.c.cfg.Logger.Error("jobs: corrupt job record; dispatch dropped", "key", d.Key, "error", err)
