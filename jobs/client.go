@@ -208,11 +208,9 @@ func (c *Client) Submit(ctx context.Context, queue, key string, payload []byte, 
 		opts.Policy = &p
 	}
 	id := ID(key)
-	if rec, _, err := c.get(ctx, id); err == nil {
-		return rec, false, nil
-	} else if !errors.Is(err, ErrNotFound) {
-		return Record{}, false, err
-	}
+	// No read first: a new key (the common case) costs two writes, and a
+	// duplicate finds the record when its Create conflicts; its dispatch is
+	// then stale, and the worker that gets it drops it after one read.
 	token := uuid.NewString()
 	// Dispatch first, record second: a dispatch whose record is not there
 	// yet is redelivered a few times; a record without a dispatch would
