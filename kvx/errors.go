@@ -61,10 +61,7 @@ func (e *Error) Unwrap() error { return e.Err }
 // "jetstream.ErrKeyExists", "jetstream.APIError(<err_code>)", or else
 // retry.ErrorType of the underlying error.
 func (e *Error) ErrorType() string {
-	if n := natserr.Name(e.Err); n != "" {
-		return n
-	}
-	return retry.ErrorType(e.Err)
+	return natserr.ErrorType(e.Err)
 }
 
 // fail wraps err from op and marks it for retry.Do with the rules of

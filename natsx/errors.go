@@ -59,10 +59,7 @@ func (e *Error) Unwrap() error { return e.Err }
 // for other JetStream API errors; the x509 or tls type of a certificate
 // error; otherwise retry.ErrorType of the underlying error.
 func (e *Error) ErrorType() string {
-	if n := natserr.Name(e.Err); n != "" {
-		return n
-	}
-	return retry.ErrorType(e.Err)
+	return natserr.ErrorType(e.Err)
 }
 
 func quoteTarget(s string) string {

@@ -22,6 +22,8 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/jetretry/jetretry/retry"
 )
 
 // Verdict is what Lookup decided about an error.
@@ -245,6 +247,16 @@ func Lookup(err error) (name string, v Verdict) {
 func Name(err error) string {
 	n, _ := Lookup(err)
 	return n
+}
+
+// ErrorType names err for audit events and the error.type attribute:
+// Lookup's name for a known nats.go or JetStream error, else
+// retry.ErrorType. natsx.Error and kvx.Error both answer with it.
+func ErrorType(err error) string {
+	if n := Name(err); n != "" {
+		return n
+	}
+	return retry.ErrorType(err)
 }
 
 // IsPermanent reports whether Lookup finds err permanent.
