@@ -190,56 +190,112 @@ type SubmitOptions struct {
 // Submit creates the job key in queue with payload, and dispatches it to
 // the queue's workers. It is idempotent by key: when a job with the key
 // exists (in any queue, in any status) it returns that job and false, and
-// creates nothing. It returns ErrInvalidConfig for a bad queue, key or
-// policy, and ErrUnavailable when JetStream fails.
+// creates nothing; if that job is pending and not waiting for a retry, it
+// is dispatched again (extra dispatches are harmless), so submitting again
+// after an error never strands a job. It returns ErrInvalidConfig for a
+// bad queue, key or policy, and ErrUnavailable when JetStream fails; after
+// such an error the job may or may not exist: submit again to know.
 func (c *Client) Submit(ctx context.Context, queue, key string, payload []byte, opts SubmitOptions) (Record, bool, error) {
-	if err := checkQueue(queue); err != nil {
+	spec, err := c.spec(queue, key, payload, opts)
+	if err != nil {
 		return Record{}, false, err
 	}
+	token := uuid.NewString()
+	rec := newRecord(key, token, spec)
+	b, err := rec.encode()
+	if err != nil {
+		return Record{}, false, err
+	}
+	// The dispatch carries the job and a worker that gets it before the
+	// record creates the record itself, so the two writes go out at once:
+	// one round trip. No read first: a new key (the common case) costs two
+	// writes, and a duplicate finds the record when its create conflicts;
+	// its dispatch is then stale, and the worker that gets it drops it.
+	derr := make(chan error, 1)
+	go func() { derr <- c.publishDispatch(ctx, queue, key, token, &spec) }()
+	existing, cerr := c.create(ctx, rec.ID, b)
+	if err := <-derr; err != nil {
+		if cerr == nil && existing == nil {
+			return Record{}, false, fmt.Errorf("%w (job %q is pending without a dispatch; submit it again)", err, key)
+		}
+		return Record{}, false, err
+	}
+	if cerr != nil {
+		// The dispatch is stored: the job runs, its worker writes the record.
+		return Record{}, false, cerr
+	}
+	if existing == nil {
+		return rec, true, nil
+	}
+	got := *existing
+	if got.Dispatch == token {
+		// A worker got our dispatch first and wrote the record from it.
+		return got, true, nil
+	}
+	if got.Status == StatusPending && got.NextRetryAt.IsZero() && got.Dispatch != "" {
+		if err := c.publishDispatch(ctx, got.Queue, got.Key, got.Dispatch, nil); err != nil {
+			return got, false, err
+		}
+	}
+	return got, false, nil
+}
+
+// spec checks Submit's arguments and returns the job they describe.
+func (c *Client) spec(queue, key string, payload []byte, opts SubmitOptions) (jobSpec, error) {
+	if err := checkQueue(queue); err != nil {
+		return jobSpec{}, err
+	}
 	if key == "" {
-		return Record{}, false, fmt.Errorf("%w: empty job key", ErrInvalidConfig)
+		return jobSpec{}, fmt.Errorf("%w: empty job key", ErrInvalidConfig)
 	}
 	if opts.Policy != nil {
 		if err := opts.Policy.Validate(); err != nil {
-			return Record{}, false, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
+			return jobSpec{}, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
 		}
 		p := *opts.Policy
 		p.Retryable, p.NonRetryable = nil, nil
 		opts.Policy = &p
 	}
-	id := ID(key)
-	// No read first: a new key (the common case) costs two writes, and a
-	// duplicate finds the record when its Create conflicts; its dispatch is
-	// then stale, and the worker that gets it drops it after one read.
-	token := uuid.NewString()
-	// Dispatch first, record second: a dispatch whose record is not there
-	// yet is redelivered a few times; a record without a dispatch would
-	// never run.
-	if err := c.publishDispatch(ctx, queue, key, token); err != nil {
-		return Record{}, false, err
-	}
-	now := c.cfg.Now()
-	rec := Record{
-		ID: id, Queue: queue, Key: key, Payload: payload, Status: StatusPending,
-		Dispatch: token, CreatedAt: now, UpdatedAt: now, Policy: opts.Policy,
-	}
-	b, err := rec.encode()
-	if err != nil {
-		return Record{}, false, err
-	}
-	if _, err := c.kv.Create(ctx, id, b); err != nil {
-		if isConflict(err) {
-			// Created meanwhile: our dispatch is stale and workers drop it.
-			rec, _, err := c.get(ctx, id)
-			return rec, false, err
-		}
-		return Record{}, false, opErr(ctx, "submit", key, err)
-	}
-	return rec, true, nil
+	return jobSpec{Queue: queue, Payload: payload, Policy: opts.Policy, CreatedAt: c.cfg.Now()}, nil
 }
 
-func (c *Client) publishDispatch(ctx context.Context, queue, key, token string) error {
-	b, _ := json.Marshal(dispatchMsg{Key: key, Token: token})
+// create writes a new record b under id, in one round trip (a write that
+// expects no earlier revision). When a record exists it returns it
+// instead; a deleted record's marker is written over.
+func (c *Client) create(ctx context.Context, id string, b []byte) (*Record, error) {
+	_, err := c.kv.Update(ctx, id, b, 0)
+	if err == nil {
+		return nil, nil
+	}
+	if !isConflict(err) {
+		return nil, opErr(ctx, "create", id, err)
+	}
+	got, _, err := c.get(ctx, id)
+	if !errors.Is(err, ErrNotFound) {
+		if err != nil {
+			return nil, err
+		}
+		return &got, nil
+	}
+	if _, err = c.kv.Create(ctx, id, b); isConflict(err) {
+		// Created meanwhile.
+		got, _, err := c.get(ctx, id)
+		if err != nil {
+			return nil, err
+		}
+		return &got, nil
+	}
+	if err != nil {
+		return nil, opErr(ctx, "create", id, err)
+	}
+	return nil, nil
+}
+
+func (c *Client) publishDispatch(ctx context.Context, queue, key, token string, job *jobSpec) error {
+	b, err := json.Marshal(dispatchMsg{Key: key, Token: token, Job: job})
+	if err != nil {
+		return err
+	}
 	if _, err := c.js.Publish(ctx, runSubject(queue), b); err != nil {
 		return opErr(ctx, "dispatch", key, err)
 	}
@@ -403,7 +459,7 @@ func (c *Client) control(ctx context.Context, key string, decide func(Record, ti
 		}
 		c.emit(ctx, fx.events)
 		if dispatch {
-			if err := c.publishDispatch(ctx, next.Queue, next.Key, next.Dispatch); err != nil {
+			if err := c.publishDispatch(ctx, next.Queue, next.Key, next.Dispatch, nil); err != nil {
 				return next, fmt.Errorf("jobs: job %q is pending but its dispatch failed; Kick it: %w", key, err)
 			}
 		}
@@ -460,7 +516,7 @@ func (c *Client) Kick(ctx context.Context, key string) error {
 	if rec.Status != StatusPending || rec.Dispatch == "" {
 		return &TransitionError{Key: key, Op: "kick", From: rec.Status, Terminal: rec.Terminal}
 	}
-	return c.publishDispatch(ctx, rec.Queue, rec.Key, rec.Dispatch)
+	return c.publishDispatch(ctx, rec.Queue, rec.Key, rec.Dispatch, nil)
 }
 
 // DeadLetters returns the records in queue's dead letters, oldest first,

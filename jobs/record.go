@@ -187,10 +187,33 @@ func decodeRecord(id string, rev uint64, b []byte) (Record, error) {
 	return r, nil
 }
 
-// dispatchMsg is the body of a dispatch message.
+// dispatchMsg is the body of a dispatch message. A fresh job's dispatch
+// also carries the job, so that a worker that gets it before the
+// submit's record is written (or after that write failed) creates the
+// record itself; a job whose dispatch is stored always runs. Dispatches of
+// retries, requeues and reprocesses carry only the key and token.
 type dispatchMsg struct {
-	Key   string `json:"key"`
-	Token string `json:"token"`
+	Key   string   `json:"key"`
+	Token string   `json:"token"`
+	Job   *jobSpec `json:"job,omitempty"`
+}
+
+// jobSpec is what a fresh job's record is built from.
+type jobSpec struct {
+	Queue     string        `json:"queue"`
+	Payload   []byte        `json:"payload,omitempty"`
+	Policy    *retry.Policy `json:"policy,omitempty"`
+	CreatedAt time.Time     `json:"created_at"`
+}
+
+// newRecord is the record of a fresh job: pending, to be run by the
+// dispatch carrying token.
+func newRecord(key, token string, s jobSpec) Record {
+	return Record{
+		Version: RecordVersion, ID: ID(key), Queue: s.Queue, Key: key, Payload: s.Payload,
+		Status: StatusPending, Dispatch: token, CreatedAt: s.CreatedAt, UpdatedAt: s.CreatedAt,
+		Policy: s.Policy,
+	}
 }
 
 // addHistory appends run to the history, dropping the oldest runs beyond

@@ -55,6 +55,13 @@ func DefaultPolicy() retry.Policy {
 type WorkerConfig struct {
 	// Concurrency is the number of jobs run at once. Default 1.
 	Concurrency int
+	// Prefetch is how many dispatch messages are fetched ahead of a free
+	// slot, so that a slot never waits for the server. A fetched message
+	// waits without renewing anything: if it waits longer than Lease (slow
+	// handlers), the server hands it to another worker, and the job's
+	// record decides which copy runs it. Default 2×Concurrency; -1 for
+	// none.
+	Prefetch int
 	// Lease is how long a run holds a job without renewing; it is renewed
 	// every Lease/3, and it is the consumer's AckWait. A crashed worker's
 	// job runs again after about a lease. Default 30s; at least 1s.
@@ -67,16 +74,23 @@ type WorkerConfig struct {
 	MaxAge time.Duration
 	// Owner names this worker in run records. Default host:pid:random.
 	Owner string
-	// MissingDeliveries is how many times a dispatch for a job with no
-	// record yet (Submit publishes the dispatch, then creates the record)
-	// is delivered before it is dropped as the leftover of a failed
-	// Submit. Default 8.
+	// MissingDeliveries is how many times a dispatch that does not carry
+	// its job (a retry's, a requeue's) is delivered while the job has no
+	// record before it is dropped. Fresh jobs' dispatches carry the job,
+	// and a worker writes a missing record from them. Default 8.
 	MissingDeliveries int
 	// MissingDelay is the first wait between those deliveries; it doubles
 	// each time, up to 30s. Default 500ms: with 8 deliveries a record has
 	// about a minute to appear, so a slow Create under load never strands
 	// its job.
 	MissingDelay time.Duration
+	// OnOutcome, when set, is called after a run's outcome is written and
+	// its effects (schedule, dead letter, audit) are carried out, with the
+	// record as written: status success, pending (a retry is scheduled)
+	// or failed. It is not called for runs handed back or lost. It runs on
+	// the worker's goroutine before the dispatch is acknowledged; keep it
+	// short. Use it for metrics and tests.
+	OnOutcome func(Record)
 }
 
 func (c WorkerConfig) withDefaults() (WorkerConfig, error) {
@@ -85,6 +99,12 @@ func (c WorkerConfig) withDefaults() (WorkerConfig, error) {
 	}
 	if c.Lease == 0 {
 		c.Lease = 30 * time.Second
+	}
+	switch c.Prefetch {
+	case 0:
+		c.Prefetch = 2 * c.Concurrency
+	case -1:
+		c.Prefetch = 0
 	}
 	if c.Policy == nil {
 		p := DefaultPolicy()
@@ -103,6 +123,8 @@ func (c WorkerConfig) withDefaults() (WorkerConfig, error) {
 	switch {
 	case c.Concurrency < 1:
 		return c, fmt.Errorf("%w: concurrency must be at least 1, got %d", ErrInvalidConfig, c.Concurrency)
+	case c.Prefetch < 0:
+		return c, fmt.Errorf("%w: prefetch must be -1 or more, got %d", ErrInvalidConfig, c.Prefetch)
 	case c.Lease < time.Second:
 		return c, fmt.Errorf("%w: lease must be at least 1s, got %v", ErrInvalidConfig, c.Lease)
 	case c.MaxAge < 0:
@@ -125,6 +147,11 @@ type Worker struct {
 	queue string
 	h     Handler
 	cfg   WorkerConfig
+	// Outcomes are written off the handler's goroutine, so that a slot
+	// takes its next job while the last one's outcome is written; slots
+	// bounds those writes to Concurrency, and ends waits for them.
+	slots chan struct{}
+	ends  sync.WaitGroup
 }
 
 // NewWorker returns a worker for queue on c. It returns ErrInvalidConfig
@@ -140,7 +167,7 @@ func NewWorker(c *Client, queue string, h Handler, cfg WorkerConfig) (*Worker, e
 	if err != nil {
 		return nil, err
 	}
-	return &Worker{c: c, queue: queue, h: h, cfg: cfg}, nil
+	return &Worker{c: c, queue: queue, h: h, cfg: cfg, slots: make(chan struct{}, cfg.Concurrency)}, nil
 }
 
 // ConsumerName is the durable consumer the workers of queue share.
@@ -161,7 +188,10 @@ func (w *Worker) Run(ctx context.Context) error {
 		}
 		return opErr(ctx, "consumer", w.queue, err)
 	}
-	it, err := cons.Messages(jetstream.PullMaxMessages(w.cfg.Concurrency))
+	// Short pull expiry and heartbeat: a pull request the server lost
+	// (seen under load: the iterator then waits out its expiry while
+	// jobs queue) is noticed within seconds, not the default 30 s.
+	it, err := cons.Messages(jetstream.PullMaxMessages(w.cfg.Concurrency+w.cfg.Prefetch), jetstream.PullExpiry(5*time.Second), jetstream.PullHeartbeat(time.Second))
 	if err != nil {
 		return opErr(ctx, "consume", w.queue, err)
 	}
@@ -174,15 +204,26 @@ func (w *Worker) Run(ctx context.Context) error {
 			}
 		})
 	}
-	stop := context.AfterFunc(ctx, it.Stop)
+	// On shutdown, messages fetched ahead are handed back at once rather
+	// than left to their ack wait.
+	stop := context.AfterFunc(ctx, it.Drain)
 	defer stop()
+	defer it.Stop()
 	for {
 		m, err := it.Next()
 		if err != nil {
-			if errors.Is(err, jetstream.ErrMsgIteratorClosed) || ctx.Err() != nil {
+			if errors.Is(err, jetstream.ErrMsgIteratorClosed) {
+				break
+			}
+			if ctx.Err() != nil {
+				it.Stop()
 				break
 			}
 			w.c.cfg.Logger.Debug("jobs: consume", "queue", w.queue, "error", err)
+			continue
+		}
+		if ctx.Err() != nil {
+			_ = m.Nak()
 			continue
 		}
 		select {
@@ -193,6 +234,7 @@ func (w *Worker) Run(ctx context.Context) error {
 	}
 	close(msgs)
 	wg.Wait()
+	w.ends.Wait()
 	return nil
 }
 
@@ -212,6 +254,7 @@ func (w *Worker) handle(ctx context.Context, m jetstream.Msg) {
 	}
 	id := ID(d.Key)
 	runID := mustV7()
+	created := false // a create of the record from the dispatch conflicted
 	for range maxControlRounds {
 		if ctx.Err() != nil {
 			_ = m.Nak()
@@ -221,8 +264,21 @@ func (w *Worker) handle(ctx context.Context, m jetstream.Msg) {
 		rec, rev, err := w.c.get(octx, id)
 		cancel()
 		switch {
+		case errors.Is(err, ErrNotFound) && d.Job != nil && d.Job.Queue == w.queue:
+			if created {
+				// Not there, yet a write expecting no record conflicted:
+				// the key holds a delete marker. An operator deleted
+				// the job; its dispatch does not bring it back.
+				w.c.cfg.Logger.Warn("jobs: dispatch of a deleted job dropped", "key", d.Key)
+				_ = m.Term()
+				return
+			}
+			// The submit's record is not written yet (or its write
+			// failed): write it from the dispatch, claiming it at once.
+			rec, rev, err = newRecord(d.Key, d.Token, *d.Job), 0, nil
 		case errors.Is(err, ErrNotFound):
-			// The submit's Create may not have landed yet.
+			// A dispatch without its job (a retry's, a requeue's) for a
+			// missing record: redelivered a few times, then dropped.
 			md, merr := m.Metadata()
 			if merr == nil && int(md.NumDelivered) >= w.cfg.MissingDeliveries {
 				_ = m.Term()
@@ -280,6 +336,7 @@ func (w *Worker) handle(ctx context.Context, m jetstream.Msg) {
 		nrev, conflict, err := w.c.update(octx, dec.rec, rev)
 		cancel()
 		if conflict {
+			created = created || rev == 0
 			continue
 		}
 		if err != nil {
@@ -378,23 +435,33 @@ func (w *Worker) run(ctx context.Context, m jetstream.Msg, rec Record, rev uint6
 		return
 	case ctx.Err() != nil:
 		// Shutting down: hand the run back.
-		w.write(bg, m, cur, rev, runID, func(r Record) (Record, effects) { return interrupt(r, w.c.cfg.Now()), effects{} })
+		w.write(bg, m, cur, rev, runID, nil, func(r Record) (Record, effects) { return interrupt(r, w.c.cfg.Now()), effects{} })
 		_ = m.Nak()
 		return
 	}
 	token := uuid.NewString()
 	pol := w.policy(cur)
-	done := w.write(bg, m, cur, rev, runID, func(r Record) (Record, effects) {
-		return decideOutcome(r, outcomeInput{
-			err: herr, now: w.c.cfg.Now(), policy: pol, maxAge: w.cfg.MaxAge,
-			rnd: w.c.cfg.Rand(), newToken: token,
-		}, w.c.cfg.Category)
-	})
-	if done {
-		_ = m.Ack()
-	} else {
-		_ = m.NakWithDelay(w.cfg.MissingDelay)
+	now := w.c.cfg.Now()
+	end := func() {
+		done := w.write(bg, m, cur, rev, runID, w.cfg.OnOutcome, func(r Record) (Record, effects) {
+			return decideOutcome(r, outcomeInput{
+				err: herr, now: now, policy: pol, maxAge: w.cfg.MaxAge,
+				rnd: w.c.cfg.Rand(), newToken: token,
+			}, w.c.cfg.Category)
+		})
+		if done {
+			_ = m.Ack()
+		} else {
+			_ = m.NakWithDelay(w.cfg.MissingDelay)
+		}
 	}
+	// The lease still holds the job while its outcome is written, so the
+	// slot moves on at once; at most Concurrency outcomes are in flight.
+	w.slots <- struct{}{}
+	w.ends.Go(func() {
+		defer func() { <-w.slots }()
+		end()
+	})
 }
 
 // safeCall runs the handler, turning a panic into a retryable error.
@@ -454,7 +521,8 @@ func (w *Worker) leaseLeft(cur Record) time.Duration {
 // whether the outcome is recorded (by this write or an earlier attempt of
 // it) and its effects are carried out; false when the run is no longer
 // ours or an effect failed, so that the dispatch is redelivered.
-func (w *Worker) write(ctx context.Context, m jetstream.Msg, cur Record, rev uint64, runID string, decide func(Record) (Record, effects)) bool {
+// When the outcome is recorded, written (if not nil) gets the record.
+func (w *Worker) write(ctx context.Context, m jetstream.Msg, cur Record, rev uint64, runID string, written func(Record), decide func(Record) (Record, effects)) bool {
 	next, fx := decide(cur)
 	deadline := time.Now().Add(2 * w.cfg.Lease)
 	for attempt := 0; ; attempt++ {
@@ -469,6 +537,9 @@ func (w *Worker) write(ctx context.Context, m jetstream.Msg, cur Record, rev uin
 				w.c.cfg.Logger.Warn("jobs: effects failed after the record was written", "key", cur.Key, "error", ferr)
 				return false
 			}
+			if written != nil {
+				written(next)
+			}
 			return true
 		}
 		// Conflict, or unknown: read the record to see who wrote.
@@ -481,6 +552,9 @@ func (w *Worker) write(ctx context.Context, m jetstream.Msg, cur Record, rev uin
 				ctx2, cancel2 := context.WithTimeout(ctx, opTimeout)
 				ferr := w.c.carryOut(ctx2, r, fx)
 				cancel2()
+				if ferr == nil && written != nil {
+					written(r)
+				}
 				return ferr == nil
 			}
 			if !ownsRun(r, runID) {
