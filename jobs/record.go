@@ -143,6 +143,9 @@ func checkQueue(queue string) error {
 
 func (r *Record) encode() ([]byte, error) {
 	r.Version = RecordVersion
+	if b, ok := appendRecord(make([]byte, 0, 512+len(r.Payload)*4/3+len(r.History)*256), r); ok {
+		return b, nil
+	}
 	return json.Marshal(r)
 }
 
@@ -166,8 +169,11 @@ func (e *CorruptRecordError) Unwrap() error { return e.Err }
 
 func decodeRecord(id string, rev uint64, b []byte) (Record, error) {
 	var r Record
-	if err := json.Unmarshal(b, &r); err != nil {
-		return Record{}, &CorruptRecordError{ID: id, Revision: rev, Err: err}
+	if !decodeRecordFast(b, &r) {
+		r = Record{}
+		if err := json.Unmarshal(b, &r); err != nil {
+			return Record{}, &CorruptRecordError{ID: id, Revision: rev, Err: err}
+		}
 	}
 	switch {
 	case r.Version != RecordVersion:
