@@ -111,6 +111,7 @@ func TestHelpGolden(t *testing.T) {
 		{"jobs_requeue", []string{"jobs", "requeue", "--help"}},
 		{"jobs_reprocess", []string{"jobs", "reprocess", "--help"}},
 		{"jobs_cancel", []string{"jobs", "cancel", "--help"}},
+		{"jobs_kick", []string{"jobs", "kick", "--help"}},
 		{"jobs_dead", []string{"jobs", "dead", "--help"}},
 	}
 	for _, tt := range tests {
@@ -258,6 +259,10 @@ func TestExitCodes(t *testing.T) {
 			"101 jobs selected, more than 100: add --yes"},
 		{"jobs reprocess missing key", []string{"jobs", "reprocess"}, ExitUsage, "missing KEY"},
 		{"jobs cancel two keys", []string{"jobs", "cancel", "a", "b"}, ExitUsage, `unexpected argument "b"`},
+		{"jobs kick missing key", []string{"jobs", "kick"}, ExitUsage, "jetretry jobs kick: missing KEY..."},
+		{"jobs kick empty key", []string{"jobs", "kick", "k", ""}, ExitUsage, "empty KEY"},
+		{"jobs kick reason", []string{"jobs", "kick", "k", "--reason", "r"}, ExitUsage, "flag provided but not defined: -reason"},
+		{"jobs kick bad bucket", []string{"jobs", "kick", "k", "--bucket", "A.B"}, ExitUsage, `--bucket "A.B"`},
 		{"jobs dead bad queue", []string{"jobs", "dead", "--queue", "a b"}, ExitUsage, `--queue "a b"`},
 		{"jobs dead bad flag", []string{"jobs", "dead", "--status", "failed"}, ExitUsage, "flag provided but not defined: -status"},
 		{"unknown jobs subcommand", []string{"jobs", "retry"}, ExitUsage, `jetretry jobs: unknown subcommand "retry"`},
@@ -273,6 +278,7 @@ func TestExitCodes(t *testing.T) {
 		{"unreachable jobs requeue range", append([]string{"jobs", "requeue", "--queue", "q"}, unreachable...), ExitFailure, "jetretry jobs requeue: cannot reach NATS at nats://127.0.0.1:1: "},
 		{"unreachable jobs reprocess", append([]string{"jobs", "reprocess", "k"}, unreachable...), ExitFailure, "jetretry jobs reprocess: cannot reach NATS at nats://127.0.0.1:1: "},
 		{"unreachable jobs cancel", append([]string{"jobs", "cancel", "k"}, unreachable...), ExitFailure, "jetretry jobs cancel: cannot reach NATS at nats://127.0.0.1:1: "},
+		{"unreachable jobs kick", append([]string{"jobs", "kick", "k"}, unreachable...), ExitFailure, "jetretry jobs kick: cannot reach NATS at nats://127.0.0.1:1: "},
 		{"unreachable jobs dead", append([]string{"jobs", "dead"}, unreachable...), ExitFailure, "jetretry jobs dead: cannot reach NATS at nats://127.0.0.1:1: "},
 		{"unreachable redacts password", []string{"audit", "query", "--server", "nats://u:secret@127.0.0.1:1", "--timeout", "300ms"}, ExitFailure, "cannot reach NATS at nats://u:xxxxx@127.0.0.1:1"},
 	}

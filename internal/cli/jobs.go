@@ -24,12 +24,13 @@ import (
 
 const jobsIntro = `Operates durable jobs: lists and inspects the job records of the KV
 bucket (default JETRETRY_JOBS), reads the dead letters, and requeues,
-reprocesses or cancels jobs. Nothing here creates the bucket or the
-streams: they come from the first worker (or "jetretry demo").
+reprocesses, cancels or kicks jobs. Nothing here creates the bucket or
+the streams: they come from the first worker (or "jetretry demo").
 
 Requeue, reprocess and cancel are manual overrides: each one is published
 to the audit stream as a manual_override event that names the operator
-($USER) and carries --reason.
+($USER) and carries --reason. Kick only dispatches a pending job again:
+it changes no record and is not audited.
 `
 
 const jobsListUsage = `Usage: jetretry jobs list [--queue Q] [--status S] [--terminal] [--limit N] [--json]

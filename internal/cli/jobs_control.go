@@ -70,6 +70,29 @@ Examples:
   jetretry jobs cancel source/customer-42/query/2026-11-20 --reason "customer offboarded"
 `
 
+const jobsKickUsage = `Usage: jetretry jobs kick KEY...
+
+Dispatch a pending job again: repairs a requeue or reprocess whose
+dispatch failed, or a job whose submit failed after writing its record.
+Extra dispatches are harmless.
+
+Each job, named by its logical key, is dispatched to its queue's workers
+under the dispatch token its record names. Workers drop a dispatch whose
+token the record no longer names, so a copy of one that already ran does
+nothing; a job waiting for a retry runs at once instead of at its
+next_retry_at. Only a pending job can be kicked.
+
+Kick does not change the job record and is not audited: no
+manual_override event is published, and it takes no --reason. One line
+is printed per job, and a summary for several. A job that is not
+pending, or not found, is reported and the others go ahead; the exit
+status is then 1.
+
+Examples:
+  jetretry jobs kick source/customer-42/query/2026-11-20
+  jetretry jobs list --queue reports --status pending --json | jq -r '.[].key' | xargs jetretry jobs kick
+`
+
 // requeueConfirmAbove is the most jobs one requeue resets without --yes
 // (seed 003: confirmation before resetting large ranges).
 const requeueConfirmAbove = 100
@@ -186,6 +209,7 @@ var transitionHints = map[string]string{
 	"requeue":   "only a failed job can be requeued",
 	"reprocess": "only a successful job can be reprocessed",
 	"cancel":    "only a pending or running job can be cancelled",
+	"kick":      "only a pending job can be kicked",
 }
 
 // override runs op (requeue, reprocess or cancel) on key and returns its
@@ -377,6 +401,73 @@ func runJobsRequeue(ctx context.Context, args []string, stdout, stderr io.Writer
 		return fmt.Errorf("%d of %d jobs were not requeued", failed, len(keys))
 	}
 	return nil
+}
+
+func runJobsKick(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	var j jobsFlags
+	fs := newFlags("jobs kick", jobsKickUsage, stdout)
+	j.register(fs, false)
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	keys := dedupe(fs.Args())
+	if len(keys) == 0 {
+		return usagef("missing KEY...")
+	}
+	for _, k := range keys {
+		if k == "" {
+			return usagef("empty KEY")
+		}
+	}
+	nc, _, c, err := j.open(ctx, "jobs kick", nil, stderr)
+	if err != nil {
+		return err
+	}
+	defer nc.Close()
+
+	if len(keys) == 1 {
+		line, err := j.kick(ctx, c, keys[0])
+		if err != nil {
+			return err
+		}
+		_, err = fmt.Fprintln(stdout, line)
+		return err
+	}
+	var failed int
+	for i, key := range keys {
+		if ctx.Err() != nil {
+			fmt.Fprintf(stdout, "interrupted: kicked %d of %d jobs, %d not kicked, %d not tried\n", i-failed, len(keys), failed, len(keys)-i)
+			return fmt.Errorf("interrupted after %d of %d jobs", i, len(keys))
+		}
+		line, err := j.kick(ctx, c, key)
+		if err != nil {
+			failed++
+			line = fmt.Sprintf("not kicked %q: %s", key, oneLine(err.Error()))
+		}
+		fmt.Fprintln(stdout, line)
+	}
+	fmt.Fprintf(stdout, "kicked %d of %d jobs, %d not kicked\n", len(keys)-failed, len(keys), failed)
+	if failed > 0 {
+		return fmt.Errorf("%d of %d jobs were not kicked", failed, len(keys))
+	}
+	return nil
+}
+
+// kick dispatches the pending job key again and returns its one-line
+// result, or a one-line error.
+func (j *jobsFlags) kick(ctx context.Context, c *jobs.Client, key string) (string, error) {
+	err := c.Kick(ctx, key)
+	var te *jobs.TransitionError
+	switch {
+	case err == nil:
+		return fmt.Sprintf("kicked %q: dispatched again under its current token", key), nil
+	case errors.As(err, &te) && te.From == jobs.StatusPending:
+		// Pending without a dispatch token: nothing to dispatch.
+		return "", fmt.Errorf("%w: it has no dispatch token", err)
+	case errors.As(err, &te):
+		return "", fmt.Errorf("%w: %s", err, transitionHints["kick"])
+	}
+	return "", j.jobError("kick job "+key, key, err)
 }
 
 // confirmRange refuses a requeue of more than requeueConfirmAbove jobs

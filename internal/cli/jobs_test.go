@@ -399,6 +399,88 @@ func TestJobsReprocessCancel(t *testing.T) {
 	require.Equal(t, "jetretry jobs cancel: no job with key \"nope\" in bucket JETRETRY_JOBS\n", errOut)
 }
 
+// runMessages returns how many dispatches of queue the work stream holds.
+func runMessages(t *testing.T, js jetstream.JetStream, queue string) uint64 {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	st, err := js.Stream(ctx, jobs.DefaultStream)
+	require.NoError(t, err)
+	subj := jobs.RunSubject(queue)
+	info, err := st.Info(ctx, jetstream.WithSubjectFilter(subj))
+	require.NoError(t, err)
+	return info.State.Subjects[subj]
+}
+
+func TestJobsKick(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	s, js, c := jobsServer(t)
+	url := s.URL()
+	submitJobs(t, c, "kick", "", "kick/a")
+
+	// Lose the dispatch: no worker exists yet, so it is still queued.
+	require.EqualValues(t, 1, runMessages(t, js, "kick"))
+	st, err := js.Stream(ctx, jobs.DefaultStream)
+	require.NoError(t, err)
+	require.NoError(t, st.Purge(ctx, jetstream.WithPurgeSubject(jobs.RunSubject("kick"))))
+	require.Zero(t, runMessages(t, js, "kick"))
+	before, err := c.Get(ctx, "kick/a")
+	require.NoError(t, err)
+	require.Equal(t, jobs.StatusPending, before.Status)
+
+	// Kick: one dispatch, the record as it was, no audit event (the audit
+	// stream is not even created).
+	code, out, errOut := run(t, "jobs", "kick", "kick/a", "--server", url)
+	require.Equal(t, ExitOK, code, errOut)
+	require.Empty(t, errOut)
+	require.Equal(t, `kicked "kick/a": dispatched again under its current token`+"\n", out)
+	require.EqualValues(t, 1, runMessages(t, js, "kick"))
+	after, err := c.Get(ctx, "kick/a")
+	require.NoError(t, err)
+	require.Equal(t, before, after, "kick does not change the record")
+	_, err = js.Stream(ctx, audit.DefaultStreamName)
+	require.ErrorIs(t, err, jetstream.ErrStreamNotFound, "kick is not audited")
+
+	// The dispatch runs the job.
+	var runs sync.Map
+	startJobsWorker(t, c, "kick", 1, func(_ context.Context, j *jobs.Job) error {
+		runs.Store(j.Key, true)
+		return nil
+	})
+	rec := waitJobStatus(t, c, jobs.StatusSuccess, "kick/a")[0]
+	require.Equal(t, 1, rec.AttemptCount)
+	_, ran := runs.Load("kick/a")
+	require.True(t, ran)
+
+	// Not pending: the invalid transition, exit 1, one line.
+	code, out, errOut = run(t, "jobs", "kick", "kick/a", "--server", url)
+	require.Equal(t, ExitFailure, code)
+	require.Empty(t, out)
+	require.Equal(t, `jetretry jobs kick: jobs: invalid transition: kick of job "kick/a" in status success: only a pending job can be kicked`+"\n", errOut)
+
+	// Missing: exit 1, one line.
+	code, out, errOut = run(t, "jobs", "kick", "kick/missing", "--server", url)
+	require.Equal(t, ExitFailure, code)
+	require.Empty(t, out)
+	require.Equal(t, `jetretry jobs kick: no job with key "kick/missing" in bucket JETRETRY_JOBS`+"\n", errOut)
+
+	// Several keys: per-key results, a summary, exit 1 when any failed.
+	submitJobs(t, c, "idle", "", "idle/1") // no worker: stays pending
+	code, out, errOut = run(t, "jobs", "kick", "idle/1", "kick/a", "kick/missing", "idle/1", "--server", url)
+	require.Equal(t, ExitFailure, code)
+	require.Equal(t, []string{
+		`kicked "idle/1": dispatched again under its current token`,
+		`not kicked "kick/a": jobs: invalid transition: kick of job "kick/a" in status success: only a pending job can be kicked`,
+		`not kicked "kick/missing": no job with key "kick/missing" in bucket JETRETRY_JOBS`,
+		"kicked 1 of 3 jobs, 2 not kicked",
+	}, strings.Split(strings.TrimSuffix(out, "\n"), "\n"))
+	require.Equal(t, "jetretry jobs kick: 2 of 3 jobs were not kicked\n", errOut)
+	require.EqualValues(t, 2, runMessages(t, js, "idle"), "the submit's dispatch and the kick's")
+	_, err = js.Stream(ctx, audit.DefaultStreamName)
+	require.ErrorIs(t, err, jetstream.ErrStreamNotFound, "kick is not audited")
+}
+
 func TestJobsDead(t *testing.T) {
 	w := newJobsWorld(t)
 	url := w.s.URL()
@@ -514,6 +596,7 @@ func TestJobsMissingStorage(t *testing.T) {
 	cmds := [][]string{
 		{"jobs", "list"}, {"jobs", "inspect", "k"}, {"jobs", "dead"},
 		{"jobs", "requeue", "k"}, {"jobs", "requeue", "--queue", "q"}, {"jobs", "reprocess", "k"}, {"jobs", "cancel", "k"},
+		{"jobs", "kick", "k"},
 	}
 	for _, args := range cmds {
 		code, out, errOut := run(t, append(args, "--server", s.URL())...)
