@@ -3,6 +3,7 @@ package bench
 import (
 	"context"
 	"fmt"
+	"os"
 	"runtime"
 	"strconv"
 	"strings"
@@ -70,7 +71,9 @@ func jobsRaw(b *testing.B) {
 	var done atomic.Int64
 	all := make(chan struct{})
 	b.ResetTimer()
-	it, err := cons.Messages(jetstream.PullMaxMessages(jobWorkers * 16))
+	// The same pull expiry and heartbeat as jobs.Worker: a lost pull
+	// request is noticed within seconds.
+	it, err := cons.Messages(jetstream.PullMaxMessages(jobWorkers*16), jetstream.PullExpiry(5*time.Second), jetstream.PullHeartbeat(time.Second))
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -240,6 +243,10 @@ func jobsClient(ctx context.Context, e *natsEnv) (*jobs.Client, error) {
 // after GC, without [0] and with [1] the backlog.
 var heapGrowth [2]atomic.Int64
 
+// rssPeak is the largest resident set size of the process seen at the end
+// of a run, without [0] and with [1] the backlog.
+var rssPeak [2]atomic.Int64
+
 func recordHeap(withBacklog bool, d int64) {
 	i := 0
 	if withBacklog {
@@ -248,6 +255,35 @@ func recordHeap(withBacklog bool, d int64) {
 	if d > heapGrowth[i].Load() {
 		heapGrowth[i].Store(d)
 	}
+	if rss := readRSS(); rss > rssPeak[i].Load() {
+		rssPeak[i].Store(rss)
+	}
+}
+
+// readRSS returns the process's resident set size (VmRSS), or 0 where
+// /proc is missing.
+func readRSS() int64 {
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if rest, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+			kb, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")), 10, 64)
+			if err != nil {
+				return 0
+			}
+			return kb << 10
+		}
+	}
+	return 0
+}
+
+// JobsRSS returns the largest resident set size of the benchmark process
+// (workers and embedded server together) at the end of a jobs run, without
+// and with the backlog run before it.
+func JobsRSS() (without, with int64) {
+	return rssPeak[0].Load(), rssPeak[1].Load()
 }
 
 // JobsHeapGrowth returns the largest growth of the Go heap in use over one

@@ -7,7 +7,9 @@
 //   - KV bucket JETRETRY_JOBS: one JSON Record per job, under ID(key) (a
 //     SHA-256 prefix of the logical key, which the record keeps).
 //   - Stream JETRETRY_JOBS_WORK (work-queue retention, AllowMsgSchedules):
-//     dispatch messages {key, token} on jetretry.jobs.<queue>.run, and one
+//     dispatch messages {key, token} on jetretry.jobs.<queue>.run (a fresh
+//     job's dispatch also carries the job: queue, payload, policy,
+//     created_at), and one
 //     schedule subject per job, jetretry.jobs.<queue>.sched.<id>, whose
 //     one-shot schedule delivers the next retry's dispatch to the run
 //     subject at next_retry_at. A new schedule on the subject replaces the
@@ -19,6 +21,12 @@
 //
 // # Protocol
 //
+// Submit publishes the dispatch and creates the record at once (one round
+// trip). A worker that gets a fresh job's dispatch before its record
+// exists writes the record from the dispatch, so a job whose dispatch is
+// stored always runs; a record whose dispatch was lost (its publish
+// failed) is dispatched again by the next Submit of its key, or by Kick.
+//
 // A record names the dispatch token that the next valid dispatch message
 // carries; other dispatches are stale and dropped. A worker claims a job
 // by a compare-and-set on its record (status running, a new UUIDv7
@@ -27,9 +35,11 @@
 // the handler's context), and writes the outcome by compare-and-set:
 // success, a retry (pending, a new token, next_retry_at; then the schedule
 // is published), or a terminal failure (dead letter and retry_exhausted).
-// The dispatch message is acknowledged only after that; a worker that dies
-// leaves it unacknowledged, so it is redelivered after the lease, and the
-// next worker records the dead run as crashed and runs the job again.
+// The outcome is written off the handler's slot, which takes its next job
+// meanwhile. The dispatch message is acknowledged only after that; a
+// worker that dies leaves it unacknowledged, so it is redelivered after
+// the lease, and the next worker records the dead run as crashed and runs
+// the job again.
 //
 // A run whose lease cannot be renewed in time (the server unreachable)
 // is fenced: its handler's context ends a tenth of a lease before the

@@ -44,6 +44,10 @@ func main() {
 		fmt.Printf("\nJobs: largest growth of the Go heap in use over one run (after GC): %.1f MiB without the backlog, %.1f MiB with it\n",
 			float64(without)/(1<<20), float64(with)/(1<<20))
 	}
+	if without, with := bench.JobsRSS(); err == nil && (without != 0 || with != 0) {
+		fmt.Printf("Jobs: largest resident set size of the process (workers and embedded server) after a run: %.0f MiB without the backlog, %.0f MiB with it\n",
+			float64(without)/(1<<20), float64(with)/(1<<20))
+	}
 	if n := bench.AuditSpooled(); err == nil && n > 0 {
 		fmt.Printf("\nAuditEmit: %d events went through the disk spool (buffer full); all were published before Flush returned\n", n)
 	}
