@@ -48,34 +48,13 @@ func appendRecord(b []byte, r *kvRecord) []byte {
 // recordKeys are kvRecord's JSON field names.
 var recordKeys = [...]string{"v", "state", "owner", "lease_until", "fingerprint", "result", "failure", "created_at", "updated_at"}
 
-// decodeRecordFast decodes value into r without reflection. value must be
-// valid JSON (the caller checks). It returns false, leaving the work to
+// decodeRecordFast decodes value into r without reflection, reading the
+// object with jsonx.Fields. value must be valid JSON (the caller checks). It returns false, leaving the work to
 // encoding/json, for anything it does not handle: escaped strings, a
 // non-object, a known field of an unexpected type.
 func decodeRecordFast(value []byte, r *kvRecord) bool {
-	i := jsonx.SkipSpace(value, 0)
-	if i >= len(value) || value[i] != '{' {
-		return false
-	}
-	i = jsonx.SkipSpace(value, i+1)
-	if i < len(value) && value[i] == '}' {
-		return true
-	}
-	for i < len(value) {
-		key, j, ok := jsonx.PlainString(value, i)
-		if !ok {
-			return false
-		}
-		i = jsonx.SkipSpace(value, j)
-		if i >= len(value) || value[i] != ':' {
-			return false
-		}
-		i = jsonx.SkipSpace(value, i+1)
-		end := jsonx.SkipValue(value, i)
-		if end < 0 {
-			return false
-		}
-		raw := value[i:end]
+	return jsonx.Fields(value, func(name, raw []byte) bool {
+		key := string(name)
 		switch key {
 		case "v":
 			n, err := strconv.Atoi(string(raw))
@@ -125,18 +104,6 @@ func decodeRecordFast(value []byte, r *kvRecord) bool {
 				}
 			}
 		}
-		i = jsonx.SkipSpace(value, end)
-		if i >= len(value) {
-			return false
-		}
-		switch value[i] {
-		case ',':
-			i = jsonx.SkipSpace(value, i+1)
-		case '}':
-			return jsonx.SkipSpace(value, i+1) == len(value)
-		default:
-			return false
-		}
-	}
-	return false
+		return true
+	})
 }

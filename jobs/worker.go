@@ -254,7 +254,7 @@ func (w *Worker) handle(ctx context.Context, m jetstream.Msg) {
 	}
 	id := ID(d.Key)
 	runID := mustV7()
-	created := false // a create of the record from the dispatch conflicted
+	createConflicted := false // writing the record from the dispatch conflicted
 	for range maxControlRounds {
 		if ctx.Err() != nil {
 			_ = m.Nak()
@@ -265,7 +265,7 @@ func (w *Worker) handle(ctx context.Context, m jetstream.Msg) {
 		cancel()
 		switch {
 		case errors.Is(err, ErrNotFound) && d.Job != nil && d.Job.Queue == w.queue:
-			if created {
+			if createConflicted {
 				// Not there, yet a write expecting no record conflicted:
 				// the key holds a delete marker. An operator deleted
 				// the job; its dispatch does not bring it back.
@@ -336,7 +336,7 @@ func (w *Worker) handle(ctx context.Context, m jetstream.Msg) {
 		nrev, conflict, err := w.c.update(octx, dec.rec, rev)
 		cancel()
 		if conflict {
-			created = created || rev == 0
+			createConflicted = createConflicted || rev == 0
 			continue
 		}
 		if err != nil {
