@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/jetretry/jetretry/audit"
@@ -125,6 +126,7 @@ type Client struct {
 	kv   jetstream.KeyValue
 	cfg  Config
 	work jetstream.Stream
+	fast *fastPath // nil: every call goes through nats.go's KeyValue
 }
 
 // New returns a Client, creating the bucket and streams if missing
@@ -166,7 +168,7 @@ func New(ctx context.Context, js jetstream.JetStream, cfg Config) (*Client, erro
 	}); err != nil {
 		return nil, err
 	}
-	return &Client{js: js, kv: kv, cfg: cfg, work: work}, nil
+	return &Client{js: js, kv: kv, cfg: cfg, work: work, fast: newFastPath(ctx, js, kv)}, nil
 }
 
 func ensureStream(ctx context.Context, js jetstream.JetStream, sc jetstream.StreamConfig) (jetstream.Stream, error) {
@@ -211,10 +213,12 @@ func (c *Client) Submit(ctx context.Context, queue, key string, payload []byte, 
 	// one round trip. No read first: a new key (the common case) costs two
 	// writes, and a duplicate finds the record when its create conflicts;
 	// its dispatch is then stale, and the worker that gets it drops it.
-	derr := make(chan error, 1)
-	go func() { derr <- c.publishDispatch(ctx, queue, key, token, &spec) }()
+	wait, err := c.sendDispatch(ctx, queue, key, token, &spec)
+	if err != nil {
+		return Record{}, false, err
+	}
 	existing, cerr := c.create(ctx, rec.ID, b)
-	if err := <-derr; err != nil {
+	if err := wait(); err != nil {
 		if cerr == nil && existing == nil {
 			return Record{}, false, fmt.Errorf("%w (job %q is pending without a dispatch; submit it again)", err, key)
 		}
@@ -263,7 +267,7 @@ func (c *Client) spec(queue, key string, payload []byte, opts SubmitOptions) (jo
 // expects no earlier revision). When a record exists it returns it
 // instead; a deleted record's marker is written over.
 func (c *Client) create(ctx context.Context, id string, b []byte) (*Record, error) {
-	_, err := c.kv.Update(ctx, id, b, 0)
+	_, err := c.kvUpdate(ctx, id, b, 0)
 	if err == nil {
 		return nil, nil
 	}
@@ -292,14 +296,43 @@ func (c *Client) create(ctx context.Context, id string, b []byte) (*Record, erro
 }
 
 func (c *Client) publishDispatch(ctx context.Context, queue, key, token string, job *jobSpec) error {
-	b, err := json.Marshal(dispatchMsg{Key: key, Token: token, Job: job})
+	wait, err := c.sendDispatch(ctx, queue, key, token, job)
 	if err != nil {
 		return err
 	}
-	if _, err := c.js.Publish(ctx, runSubject(queue), b); err != nil {
-		return opErr(ctx, "dispatch", key, err)
+	return wait()
+}
+
+// sendDispatch sends a dispatch and returns a function that waits for its
+// acknowledgement, so that a caller can make another call meanwhile.
+func (c *Client) sendDispatch(ctx context.Context, queue, key, token string, job *jobSpec) (func() error, error) {
+	b, err := json.Marshal(dispatchMsg{Key: key, Token: token, Job: job})
+	if err != nil {
+		return nil, err
 	}
-	return nil
+	if c.fast == nil {
+		done := make(chan error, 1)
+		go func() {
+			_, err := c.js.Publish(ctx, runSubject(queue), b)
+			done <- err
+		}()
+		return func() error {
+			if err := <-done; err != nil {
+				return opErr(ctx, "dispatch", key, err)
+			}
+			return nil
+		}, nil
+	}
+	call, err := c.fast.req.Send(&nats.Msg{Subject: runSubject(queue), Data: b})
+	if err != nil {
+		return nil, opErr(ctx, "dispatch", key, err)
+	}
+	return func() error {
+		if _, err := c.fast.ack(ctx, call); err != nil {
+			return opErr(ctx, "dispatch", key, err)
+		}
+		return nil
+	}, nil
 }
 
 // publishSchedule (re)publishes rec's retry schedule: its dispatch token,
@@ -357,15 +390,35 @@ func (c *Client) carryOut(ctx context.Context, rec Record, fx effects) error {
 }
 
 func (c *Client) get(ctx context.Context, id string) (Record, uint64, error) {
-	e, err := c.kv.Get(ctx, id)
+	b, rev, err := c.kvGet(ctx, id)
 	if errors.Is(err, jetstream.ErrKeyNotFound) {
 		return Record{}, 0, fmt.Errorf("%w: id %s", ErrNotFound, id)
 	}
 	if err != nil {
 		return Record{}, 0, opErr(ctx, "get", id, err)
 	}
-	rec, err := decodeRecord(id, e.Revision(), e.Value())
-	return rec, e.Revision(), err
+	rec, err := decodeRecord(id, rev, b)
+	return rec, rev, err
+}
+
+// kvGet reads id's record: its value and revision.
+func (c *Client) kvGet(ctx context.Context, id string) ([]byte, uint64, error) {
+	if c.fast != nil {
+		return c.fast.get(ctx, id)
+	}
+	e, err := c.kv.Get(ctx, id)
+	if err != nil {
+		return nil, 0, err
+	}
+	return e.Value(), e.Revision(), nil
+}
+
+// kvUpdate writes b as id's record over revision rev (0: none).
+func (c *Client) kvUpdate(ctx context.Context, id string, b []byte, rev uint64) (uint64, error) {
+	if c.fast != nil {
+		return c.fast.update(ctx, id, b, rev)
+	}
+	return c.kv.Update(ctx, id, b, rev)
 }
 
 // update writes rec over revision rev. The bool reports a conflict.
@@ -374,7 +427,7 @@ func (c *Client) update(ctx context.Context, rec Record, rev uint64) (uint64, bo
 	if err != nil {
 		return 0, false, err
 	}
-	n, err := c.kv.Update(ctx, rec.ID, b, rev)
+	n, err := c.kvUpdate(ctx, rec.ID, b, rev)
 	if err != nil {
 		if isConflict(err) {
 			return 0, true, nil

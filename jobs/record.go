@@ -74,10 +74,12 @@ const (
 
 // Run is one execution of a job. Runs are never modified once ended.
 type Run struct {
-	RunID      string     `json:"run_id"`
-	Owner      string     `json:"owner,omitempty"`
-	Attempt    int        `json:"attempt"`
-	Reprocess  bool       `json:"reprocess,omitempty"`
+	RunID     string `json:"run_id"`
+	Owner     string `json:"owner,omitempty"`
+	Attempt   int    `json:"attempt"`
+	Reprocess bool   `json:"reprocess,omitempty"`
+	// StartedAt is when the run claimed the job; a job claimed ahead
+	// (WorkerConfig.Prefetch) waits for a slot before its handler runs.
 	StartedAt  time.Time  `json:"started_at"`
 	LeaseUntil time.Time  `json:"lease_until,omitzero"`
 	EndedAt    time.Time  `json:"ended_at,omitzero"`

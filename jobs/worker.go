@@ -55,12 +55,18 @@ func DefaultPolicy() retry.Policy {
 type WorkerConfig struct {
 	// Concurrency is the number of jobs run at once. Default 1.
 	Concurrency int
-	// Prefetch is how many dispatch messages are fetched ahead of a free
-	// slot, so that a slot never waits for the server. A fetched message
-	// waits without renewing anything: if it waits longer than Lease (slow
-	// handlers), the server hands it to another worker, and the job's
-	// record decides which copy runs it. Default 2×Concurrency; -1 for
-	// none.
+	// Prefetch is how many jobs a worker claims ahead of a free slot, so
+	// that a slot never waits for the server: claimers read and claim
+	// jobs while the slots run handlers. A job claimed ahead is running
+	// in its record from its claim (Run.StartedAt) and its lease is kept
+	// while it waits for a slot, so no other worker takes it: with slow
+	// handlers and several workers, a small prefetch spreads jobs more
+	// evenly. Up to Concurrency+Prefetch more dispatch messages wait
+	// unclaimed in the consumer's buffer, without renewing anything: if
+	// one waits longer than Lease, the server hands it to another worker,
+	// and the job's record decides which copy runs it. Default
+	// 2×Concurrency; -1 for none (each slot claims its next job when it
+	// is free).
 	Prefetch int
 	// Lease is how long a run holds a job without renewing; it is renewed
 	// every Lease/3, and it is the consumer's AckWait. A crashed worker's
@@ -77,7 +83,10 @@ type WorkerConfig struct {
 	// MissingDeliveries is how many times a dispatch that does not carry
 	// its job (a retry's, a requeue's) is delivered while the job has no
 	// record before it is dropped. Fresh jobs' dispatches carry the job,
-	// and a worker writes a missing record from them. Default 8.
+	// and a worker writes a missing record from them, unless the key holds
+	// a delete marker (the job was deleted, or is being submitted again
+	// over the marker): then it too waits for the record this many times.
+	// Default 8.
 	MissingDeliveries int
 	// MissingDelay is the first wait between those deliveries; it doubles
 	// each time, up to 30s. Default 500ms: with 8 deliveries a record has
@@ -195,12 +204,41 @@ func (w *Worker) Run(ctx context.Context) error {
 	if err != nil {
 		return opErr(ctx, "consume", w.queue, err)
 	}
+	// Messages go through claimers, which decode each dispatch, read its
+	// job's record and claim the job, to the slots, which run the
+	// handlers. A slot thus takes its next job without a round trip, and
+	// a job claimed ahead keeps its lease (and its message) alive while it
+	// waits for a slot. With no prefetch, slots claim for themselves.
 	msgs := make(chan jetstream.Msg)
-	var wg sync.WaitGroup
+	ready := make(chan *running)
+	var claimers, wg sync.WaitGroup
+	for range w.cfg.Prefetch {
+		claimers.Go(func() {
+			for m := range msgs {
+				r := w.claimFor(ctx, m)
+				if r == nil {
+					continue
+				}
+				select {
+				case ready <- r:
+				case <-ctx.Done():
+					w.exec(ctx, r) // hands the run back
+				}
+			}
+		})
+	}
 	for range w.cfg.Concurrency {
 		wg.Go(func() {
-			for m := range msgs {
-				w.handle(ctx, m)
+			if w.cfg.Prefetch == 0 {
+				for m := range msgs {
+					if r := w.claimFor(ctx, m); r != nil {
+						w.exec(ctx, r)
+					}
+				}
+				return
+			}
+			for r := range ready {
+				w.exec(ctx, r)
 			}
 		})
 	}
@@ -233,6 +271,8 @@ func (w *Worker) Run(ctx context.Context) error {
 		}
 	}
 	close(msgs)
+	claimers.Wait()
+	close(ready)
 	wg.Wait()
 	w.ends.Wait()
 	return nil
@@ -244,13 +284,15 @@ const maxMissingDelay = 30 * time.Second
 // opTimeout bounds each JetStream call of the worker.
 const opTimeout = 5 * time.Second
 
-// handle decides about one dispatch message and runs its job if it may.
-func (w *Worker) handle(ctx context.Context, m jetstream.Msg) {
+// claimFor decides about one dispatch message and claims its job if it
+// may run here: it returns the run, started, or nil when the message was
+// dealt with (acknowledged, handed back, dropped).
+func (w *Worker) claimFor(ctx context.Context, m jetstream.Msg) *running {
 	var d dispatchMsg
 	if err := json.Unmarshal(m.Data(), &d); err != nil || d.Key == "" {
 		w.c.cfg.Logger.Warn("jobs: dropping undecodable dispatch", "queue", w.queue, "error", err)
 		_ = m.Term()
-		return
+		return nil
 	}
 	id := ID(d.Key)
 	runID := mustV7()
@@ -258,31 +300,28 @@ func (w *Worker) handle(ctx context.Context, m jetstream.Msg) {
 	for range maxControlRounds {
 		if ctx.Err() != nil {
 			_ = m.Nak()
-			return
+			return nil
 		}
 		octx, cancel := context.WithTimeout(ctx, opTimeout)
 		rec, rev, err := w.c.get(octx, id)
 		cancel()
 		switch {
-		case errors.Is(err, ErrNotFound) && d.Job != nil && d.Job.Queue == w.queue:
-			if createConflicted {
-				// Not there, yet a write expecting no record conflicted:
-				// the key holds a delete marker. An operator deleted
-				// the job; its dispatch does not bring it back.
-				w.c.cfg.Logger.Warn("jobs: dispatch of a deleted job dropped", "key", d.Key)
-				_ = m.Term()
-				return
-			}
+		case errors.Is(err, ErrNotFound) && d.Job != nil && d.Job.Queue == w.queue && !createConflicted:
 			// The submit's record is not written yet (or its write
 			// failed): write it from the dispatch, claiming it at once.
 			rec, rev, err = newRecord(d.Key, d.Token, *d.Job), 0, nil
 		case errors.Is(err, ErrNotFound):
 			// A dispatch without its job (a retry's, a requeue's) for a
-			// missing record: redelivered a few times, then dropped.
+			// missing record, or a fresh job's whose write conflicted
+			// with a delete marker: an operator deleted the job, or it
+			// is being submitted again over the marker and the submit's
+			// own write is about to land. Redelivered a few times, then
+			// dropped: a deleted job's dispatch does not bring it back.
 			md, merr := m.Metadata()
 			if merr == nil && int(md.NumDelivered) >= w.cfg.MissingDeliveries {
+				w.c.cfg.Logger.Warn("jobs: dispatch of a missing job dropped", "key", d.Key)
 				_ = m.Term()
-				return
+				return nil
 			}
 			delay := w.cfg.MissingDelay
 			if merr == nil {
@@ -291,19 +330,18 @@ func (w *Worker) handle(ctx context.Context, m jetstream.Msg) {
 				}
 			}
 			_ = m.NakWithDelay(min(delay, maxMissingDelay))
-			return
+			return nil
 		case errors.Is(err, ErrCorrupt):
 			w.c.cfg.Logger.Error("jobs: corrupt job record; dispatch dropped", "key", d.Key, "error", err)
 			_ = m.Term()
-			return
+			return nil
 		case err != nil:
 			_ = m.NakWithDelay(time.Second)
-			return
+			return nil
 		}
 		if ownsRun(rec, runID) {
 			// Our claim landed although its write reported an error.
-			w.run(ctx, m, rec, rev)
-			return
+			return w.start(ctx, m, rec, rev)
 		}
 		pol := w.policy(rec)
 		dec := decideDispatch(rec, d.Token, claimInput{
@@ -312,10 +350,10 @@ func (w *Worker) handle(ctx context.Context, m jetstream.Msg) {
 		switch dec.verdict {
 		case verdictAck:
 			_ = m.Ack()
-			return
+			return nil
 		case verdictWait:
 			_ = m.NakWithDelay(dec.wait)
-			return
+			return nil
 		case verdictRepair, verdictRepairDLQ:
 			octx, cancel := context.WithTimeout(ctx, opTimeout)
 			var err error
@@ -327,10 +365,10 @@ func (w *Worker) handle(ctx context.Context, m jetstream.Msg) {
 			cancel()
 			if err != nil {
 				_ = m.NakWithDelay(time.Second)
-				return
+				return nil
 			}
 			_ = m.Ack()
-			return
+			return nil
 		}
 		octx, cancel = context.WithTimeout(ctx, opTimeout)
 		nrev, conflict, err := w.c.update(octx, dec.rec, rev)
@@ -350,12 +388,12 @@ func (w *Worker) handle(ctx context.Context, m jetstream.Msg) {
 				w.c.cfg.Logger.Warn("jobs: terminal effects failed", "key", d.Key, "error", ferr)
 			}
 			_ = m.Ack()
-			return
+			return nil
 		}
-		w.run(ctx, m, dec.rec, nrev)
-		return
+		return w.start(ctx, m, dec.rec, nrev)
 	}
 	_ = m.NakWithDelay(time.Second)
+	return nil
 }
 
 // policy is the policy for rec: its override, with the worker's matchers.
@@ -370,67 +408,96 @@ func (w *Worker) policy(rec Record) retry.Policy {
 
 var errLeaseLost = errors.New("jobs: lease lost")
 
-// run runs the claimed job rec (at revision rev) and records its outcome.
-func (w *Worker) run(ctx context.Context, m jetstream.Msg, rec Record, rev uint64) {
-	runID := rec.Run.RunID
+// running is a claimed run: its job, the handler's context, and the
+// record as last written by the run's lease keeper.
+type running struct {
+	m       jetstream.Msg
+	job     *Job
+	hctx    context.Context
+	hcancel context.CancelCauseFunc
+	mu      sync.Mutex // guards cur and rev between the lease keeper and the run
+	cur     Record
+	rev     uint64
+	hbStop  chan struct{}
+	hbDone  chan struct{}
+}
+
+// start starts the run of the claimed job rec (at revision rev): its lease
+// keeper renews the lease from now on, until exec ends the run.
+func (w *Worker) start(ctx context.Context, m jetstream.Msg, rec Record, rev uint64) *running {
 	job := &Job{
 		ID: rec.ID, Queue: rec.Queue, Key: rec.Key, Payload: rec.Payload,
-		RunID: runID, Attempt: rec.AttemptCount, Reprocess: rec.Reprocess,
+		RunID: rec.Run.RunID, Attempt: rec.AttemptCount, Reprocess: rec.Reprocess,
 	}
 	hctx, hcancel := context.WithCancelCause(context.WithValue(ctx, jobKey{}, job))
-	defer hcancel(nil)
+	r := &running{
+		m: m, job: job, hctx: hctx, hcancel: hcancel, cur: rec, rev: rev,
+		hbStop: make(chan struct{}), hbDone: make(chan struct{}),
+	}
+	go w.keepLease(r)
+	return r
+}
 
-	var mu sync.Mutex // guards cur and rev between the heartbeat and us
-	cur := rec
-	hbDone := make(chan struct{})
-	hbStop := make(chan struct{})
-	go func() {
-		defer close(hbDone)
-		t := time.NewTicker(w.cfg.Lease / 3)
-		defer t.Stop()
-		// The fence: a run whose lease could not be renewed in time (the
-		// server unreachable) ends when the lease does, before another
-		// worker may take the job over, so the key never runs twice at
-		// once. A margin covers clocks that disagree a little.
-		fence := time.NewTimer(w.leaseLeft(cur))
-		defer fence.Stop()
-		for {
-			select {
-			case <-hbStop:
-				return
-			case <-hctx.Done():
-				return
-			case <-fence.C:
-				mu.Lock()
-				left := w.leaseLeft(cur)
-				mu.Unlock()
-				if left <= 0 {
-					hcancel(errLeaseLost)
-					return
-				}
-				fence.Reset(left)
-				continue
-			case <-t.C:
-			}
-			_ = m.InProgress()
-			mu.Lock()
-			lost := w.renew(hctx, &cur, &rev)
-			mu.Unlock()
-			if lost {
-				hcancel(errLeaseLost)
+// keepLease renews r's lease every Lease/3 until the run ends, and ends
+// the run (cancels its context) when the lease is lost.
+func (w *Worker) keepLease(r *running) {
+	defer close(r.hbDone)
+	t := time.NewTicker(w.cfg.Lease / 3)
+	defer t.Stop()
+	// The fence: a run whose lease could not be renewed in time (the
+	// server unreachable) ends when the lease does, before another
+	// worker may take the job over, so the key never runs twice at
+	// once. A margin covers clocks that disagree a little.
+	r.mu.Lock()
+	fence := time.NewTimer(w.leaseLeft(r.cur))
+	r.mu.Unlock()
+	defer fence.Stop()
+	for {
+		select {
+		case <-r.hbStop:
+			return
+		case <-r.hctx.Done():
+			return
+		case <-fence.C:
+			r.mu.Lock()
+			left := w.leaseLeft(r.cur)
+			r.mu.Unlock()
+			if left <= 0 {
+				r.hcancel(errLeaseLost)
 				return
 			}
+			fence.Reset(left)
+			continue
+		case <-t.C:
 		}
-	}()
-	herr := w.safeCall(hctx, job)
-	close(hbStop)
-	<-hbDone
-	mu.Lock()
-	defer mu.Unlock()
+		_ = r.m.InProgress()
+		r.mu.Lock()
+		lost := w.renew(r.hctx, &r.cur, &r.rev)
+		r.mu.Unlock()
+		if lost {
+			r.hcancel(errLeaseLost)
+			return
+		}
+	}
+}
+
+// exec runs r's handler, unless the run already ended (lease lost, or the
+// worker is shutting down), and records its outcome.
+func (w *Worker) exec(ctx context.Context, r *running) {
+	defer r.hcancel(nil)
+	var herr error
+	if r.hctx.Err() == nil {
+		herr = w.safeCall(r.hctx, r.job)
+	}
+	close(r.hbStop)
+	<-r.hbDone
+	r.mu.Lock()
+	cur, rev, m, runID := r.cur, r.rev, r.m, r.job.RunID
+	r.mu.Unlock()
 
 	bg := context.WithoutCancel(ctx)
 	switch {
-	case errors.Is(context.Cause(hctx), errLeaseLost):
+	case errors.Is(context.Cause(r.hctx), errLeaseLost):
 		_ = m.Nak() // the job was cancelled or taken over; let the record decide
 		return
 	case ctx.Err() != nil:
