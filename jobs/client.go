@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"math/rand/v2"
 	"regexp"
 	"time"
@@ -72,8 +73,9 @@ type Config struct {
 	// Category is the retry_category of audit events. Default
 	// DefaultCategory.
 	Category string
-	// Now is the clock. Default time.Now. Processes sharing jobs need
-	// clocks that agree to well within a lease.
+	// Now is the clock. Default time.Now. Its times are recorded in UTC.
+	// Processes sharing jobs need clocks that agree to well within a
+	// lease.
 	Now func() time.Time
 	// Rand returns uniform numbers in [0, 1) for jitter. Default
 	// math/rand/v2's Float64.
@@ -101,6 +103,9 @@ func (c Config) withDefaults() (Config, error) {
 	if c.Now == nil {
 		c.Now = time.Now
 	}
+	// Records hold UTC times, whatever the machine's zone.
+	now := c.Now
+	c.Now = func() time.Time { return now().UTC() }
 	if c.Rand == nil {
 		c.Rand = rand.Float64
 	}
@@ -454,28 +459,32 @@ type Filter struct {
 	Limit int
 }
 
-// List returns the jobs matching f, in no particular order. It reads at
-// most f.Limit records. It returns ErrUnavailable when JetStream fails.
+// List returns the jobs matching f, in no particular order. It reads the
+// bucket's current records in one pass (a watch of its last values), at
+// most f.Limit of them. It returns ErrUnavailable when JetStream fails.
 func (c *Client) List(ctx context.Context, f Filter) ([]Record, error) {
 	if f.Limit <= 0 {
 		f.Limit = 10000
 	}
-	lister, err := c.kv.ListKeys(ctx)
+	wctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	watch, err := c.kv.WatchAll(wctx, jetstream.IgnoreDeletes())
 	if err != nil {
 		return nil, opErr(ctx, "list", c.cfg.Bucket, err)
 	}
-	defer lister.Stop()
+	defer func() { _ = watch.Stop() }()
 	var out []Record
-	n := 0
-	for id := range lister.Keys() {
-		if n >= f.Limit {
-			break
+	for n := 0; n < f.Limit; n++ {
+		var e jetstream.KeyValueEntry
+		select {
+		case e = <-watch.Updates():
+		case <-ctx.Done():
+			return out, opErr(ctx, "list", c.cfg.Bucket, ctx.Err())
 		}
-		n++
-		rec, _, err := c.get(ctx, id)
-		if errors.Is(err, ErrNotFound) {
-			continue
+		if e == nil {
+			break // the last current record was delivered
 		}
+		rec, err := decodeRecord(e.Key(), e.Revision(), e.Value())
 		if err != nil {
 			return out, err
 		}
@@ -492,7 +501,11 @@ func (c *Client) List(ctx context.Context, f Filter) ([]Record, error) {
 const maxControlRounds = 8
 
 // control runs a control-plane transition with compare-and-set.
-func (c *Client) control(ctx context.Context, key string, decide func(Record, time.Time) (Record, effects, error), dispatch bool) (Record, error) {
+func (c *Client) control(ctx context.Context, key string, decide func(Record, time.Time) (Record, effects, error), dispatch bool, opts []OverrideOption) (Record, error) {
+	var o override
+	for _, opt := range opts {
+		opt(&o)
+	}
 	id := ID(key)
 	for range maxControlRounds {
 		rec, rev, err := c.get(ctx, id)
@@ -510,7 +523,7 @@ func (c *Client) control(ctx context.Context, key string, decide func(Record, ti
 		if conflict {
 			continue
 		}
-		c.emit(ctx, fx.events)
+		c.emit(ctx, o.annotate(fx.events))
 		if dispatch {
 			if err := c.publishDispatch(ctx, next.Queue, next.Key, next.Dispatch, nil); err != nil {
 				return next, fmt.Errorf("jobs: job %q is pending but its dispatch failed; Kick it: %w", key, err)
@@ -521,17 +534,55 @@ func (c *Client) control(ctx context.Context, key string, decide func(Record, ti
 	return Record{}, fmt.Errorf("%w: job %q", ErrConflict, key)
 }
 
+// An OverrideOption adds to the manual_override audit event of Requeue,
+// Reprocess and Cancel.
+type OverrideOption func(*override)
+
+type override struct{ reason, operator string }
+
+// WithReason records why the override was made, as "reason" in the
+// event's additional_context.
+func WithReason(text string) OverrideOption { return func(o *override) { o.reason = text } }
+
+// WithOperator records who made the override, as "operator" in the
+// event's additional_context.
+func WithOperator(name string) OverrideOption { return func(o *override) { o.operator = name } }
+
+// annotate adds o's reason and operator to the manual_override events.
+func (o override) annotate(evs []audit.Event) []audit.Event {
+	if o.reason == "" && o.operator == "" {
+		return evs
+	}
+	for i, e := range evs {
+		if e.Type != audit.TypeManualOverride {
+			continue
+		}
+		ac := maps.Clone(e.AdditionalContext)
+		if ac == nil {
+			ac = map[string]any{}
+		}
+		if o.reason != "" {
+			ac["reason"] = o.reason
+		}
+		if o.operator != "" {
+			ac["operator"] = o.operator
+		}
+		evs[i].AdditionalContext = ac
+	}
+	return evs
+}
+
 // Requeue moves a failed job back to pending, with its retry budget reset
 // and its terminal designation cleared, and dispatches it. It is the only
 // way out of failed, and it is audited as a manual_override event. Its
 // attempt_count keeps counting. It returns a *TransitionError
 // (ErrInvalidTransition) for a job that has not failed, ErrNotFound,
 // ErrConflict and ErrUnavailable.
-func (c *Client) Requeue(ctx context.Context, key string) (Record, error) {
+func (c *Client) Requeue(ctx context.Context, key string, opts ...OverrideOption) (Record, error) {
 	token := uuid.NewString()
 	return c.control(ctx, key, func(r Record, now time.Time) (Record, effects, error) {
 		return requeue(r, token, now, c.cfg.Category)
-	}, true)
+	}, true, opts)
 }
 
 // Reprocess reruns a successful job. If the rerun succeeds its run becomes
@@ -539,11 +590,11 @@ func (c *Client) Requeue(ctx context.Context, key string) (Record, error) {
 // the status goes back to success. Audited as a manual_override event. It
 // returns ErrInvalidTransition for a job that has not succeeded,
 // ErrNotFound, ErrConflict and ErrUnavailable.
-func (c *Client) Reprocess(ctx context.Context, key string) (Record, error) {
+func (c *Client) Reprocess(ctx context.Context, key string, opts ...OverrideOption) (Record, error) {
 	token := uuid.NewString()
 	return c.control(ctx, key, func(r Record, now time.Time) (Record, effects, error) {
 		return reprocess(r, token, now, c.cfg.Category)
-	}, true)
+	}, true, opts)
 }
 
 // Cancel ends a pending or running job as failed and terminal (reason
@@ -552,10 +603,10 @@ func (c *Client) Reprocess(ctx context.Context, key string) (Record, error) {
 // earlier success. Audited as a manual_override event. It returns
 // ErrInvalidTransition for a finished job, ErrNotFound, ErrConflict and
 // ErrUnavailable.
-func (c *Client) Cancel(ctx context.Context, key string) (Record, error) {
+func (c *Client) Cancel(ctx context.Context, key string, opts ...OverrideOption) (Record, error) {
 	return c.control(ctx, key, func(r Record, now time.Time) (Record, effects, error) {
 		return cancel(r, now, c.cfg.Category)
-	}, false)
+	}, false, opts)
 }
 
 // Kick dispatches a pending job again under its current token: it repairs

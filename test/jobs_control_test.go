@@ -48,7 +48,7 @@ func TestJobsRequeueOnlyWayOutOfFailed(t *testing.T) {
 	require.ErrorIs(t, err, jobs.ErrInvalidTransition)
 
 	fail.Store(false)
-	rec, err = env.c.Requeue(ctx, "rq")
+	rec, err = env.c.Requeue(ctx, "rq", jobs.WithReason("upstream fixed"), jobs.WithOperator("alice"))
 	require.NoError(t, err)
 	require.Equal(t, jobs.StatusPending, rec.Status)
 	require.False(t, rec.Terminal)
@@ -67,6 +67,8 @@ func TestJobsRequeueOnlyWayOutOfFailed(t *testing.T) {
 	ov := jobEvents(env.audit, audit.TypeManualOverride, "rq")
 	require.Len(t, ov, 1)
 	require.Equal(t, "requeue", ov[0].AdditionalContext["override"])
+	require.Equal(t, "upstream fixed", ov[0].AdditionalContext["reason"])
+	require.Equal(t, "alice", ov[0].AdditionalContext["operator"])
 }
 
 func TestJobsRequeueOfPendingRefused(t *testing.T) {
