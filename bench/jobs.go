@@ -25,6 +25,11 @@ const (
 	// JetretryBacklog is jetretry with backlogJobs delayed retries held by
 	// the server while fresh jobs flow.
 	JetretryBacklog = "jetretry-backlog100k"
+	// JetretrySubmitOnly and JetretryDrainOnly time the two halves of the
+	// end-to-end jetretry case apart: submitting with no worker, and a
+	// worker running jobs submitted before the timer started.
+	JetretrySubmitOnly = "jetretry-submit-only"
+	JetretryDrainOnly  = "jetretry-drain-only"
 )
 
 const (
@@ -41,6 +46,8 @@ func jobsCases() []Case {
 	return []Case{
 		{GroupJobs, Raw, jobsRaw, nil},
 		{GroupJobs, Jetretry, jobsJetretry(0), nil},
+		{GroupJobs, JetretrySubmitOnly, jobsSubmitOnly, nil},
+		{GroupJobs, JetretryDrainOnly, jobsDrainOnly, nil},
 		{GroupJobsBacklog, Jetretry, jobsJetretry(0), nil},
 		{GroupJobsBacklog, JetretryBacklog, jobsJetretry(backlogJobs), nil},
 	}
@@ -126,11 +133,11 @@ func jobsJetretry(backlog int) func(*testing.B) {
 		e := mustEnv(b)
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 		defer cancel()
-		n := strconv.FormatInt(seq.Add(1), 10)
 		c, err := jobsClient(ctx, e)
 		if err != nil {
 			b.Fatal(err)
 		}
+		n := strconv.FormatInt(seq.Add(1), 10)
 		queue := "q" + n
 		if backlog > 0 {
 			// One backlog per process, filled once: the fresh jobs of every
@@ -142,60 +149,133 @@ func jobsJetretry(backlog int) func(*testing.B) {
 			}
 		}
 		prefix := "job-" + n + "-"
-		var done atomic.Int64
-		var target atomic.Int64
-		target.Store(int64(b.N))
-		all := make(chan struct{})
-		// A job counts when its success is written: the worker reports each
-		// outcome after its record is written.
-		w, err := jobs.NewWorker(c, queue, func(context.Context, *jobs.Job) error {
-			return nil
-		}, jobs.WorkerConfig{Concurrency: jobWorkers, OnOutcome: func(r jobs.Record) {
-			if r.Status == jobs.StatusSuccess && strings.HasPrefix(r.Key, prefix) && done.Add(1) == target.Load() {
-				close(all)
-			}
-		}})
-		if err != nil {
-			b.Fatal(err)
-		}
-		wctx, wcancel := context.WithCancel(ctx)
-		werr := make(chan error, 1)
-		go func() { werr <- w.Run(wctx) }()
+		w := startJobsWorker(ctx, b, c, queue, prefix)
 
 		var ms0 runtime.MemStats
 		runtime.GC()
 		runtime.ReadMemStats(&ms0)
 		b.ResetTimer()
-		var next atomic.Int64
-		var sw sync.WaitGroup
-		for range jobWorkers {
-			sw.Go(func() {
-				for {
-					i := next.Add(1) - 1
-					if i >= int64(b.N) {
-						return
-					}
-					if _, _, err := c.Submit(ctx, queue, "job-"+n+"-"+strconv.FormatInt(i, 10), []byte(`{"report":"daily"}`), jobs.SubmitOptions{}); err != nil {
-						b.Error(err)
-						return
-					}
-				}
-			})
+		if err := submitJobs(ctx, c, queue, prefix, b.N); err != nil {
+			b.Fatal(err)
 		}
-		sw.Wait()
-		select {
-		case <-all:
-		case <-ctx.Done():
-			b.Fatalf("jetretry: %d of %d jobs done", done.Load(), b.N)
-		}
+		w.wait(ctx, b)
 		b.StopTimer()
 		var ms1 runtime.MemStats
 		runtime.GC()
 		runtime.ReadMemStats(&ms1)
 		recordHeap(backlog > 0, int64(ms1.HeapInuse)-int64(ms0.HeapInuse))
-		wcancel()
-		<-werr
+		w.stop()
 	}
+}
+
+// jobsSubmitOnly times the submitting half of jobsJetretry alone: b.N
+// jobs submitted by 8 submitters, with no worker running.
+func jobsSubmitOnly(b *testing.B) {
+	b.ReportAllocs()
+	e := mustEnv(b)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	c, err := jobsClient(ctx, e)
+	if err != nil {
+		b.Fatal(err)
+	}
+	n := strconv.FormatInt(seq.Add(1), 10)
+	b.ResetTimer()
+	if err := submitJobs(ctx, c, "s"+n, "sub-"+n+"-", b.N); err != nil {
+		b.Fatal(err)
+	}
+}
+
+// jobsDrainOnly times the running half of jobsJetretry alone: b.N jobs
+// submitted before the timer starts, then run by a Worker of 8.
+func jobsDrainOnly(b *testing.B) {
+	b.ReportAllocs()
+	e := mustEnv(b)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	c, err := jobsClient(ctx, e)
+	if err != nil {
+		b.Fatal(err)
+	}
+	n := strconv.FormatInt(seq.Add(1), 10)
+	queue, prefix := "d"+n, "drain-"+n+"-"
+	if err := submitJobs(ctx, c, queue, prefix, b.N); err != nil {
+		b.Fatal(err)
+	}
+	b.ResetTimer()
+	w := startJobsWorker(ctx, b, c, queue, prefix)
+	w.wait(ctx, b)
+	b.StopTimer()
+	w.stop()
+}
+
+// submitJobs submits n jobs prefix0..prefix(n-1) to queue from jobWorkers
+// goroutines.
+func submitJobs(ctx context.Context, c *jobs.Client, queue, prefix string, n int) error {
+	var next atomic.Int64
+	var sw sync.WaitGroup
+	errs := make(chan error, jobWorkers)
+	for range jobWorkers {
+		sw.Go(func() {
+			for {
+				i := next.Add(1) - 1
+				if i >= int64(n) {
+					return
+				}
+				if _, _, err := c.Submit(ctx, queue, prefix+strconv.FormatInt(i, 10), []byte(`{"report":"daily"}`), jobs.SubmitOptions{}); err != nil {
+					errs <- err
+					return
+				}
+			}
+		})
+	}
+	sw.Wait()
+	close(errs)
+	return <-errs
+}
+
+// countingWorker is a running Worker of jobWorkers slots whose handler
+// succeeds, counting the successes of the jobs whose keys have a prefix.
+type countingWorker struct {
+	done, target atomic.Int64
+	all          chan struct{}
+	cancel       context.CancelFunc
+	err          chan error
+}
+
+func startJobsWorker(ctx context.Context, b *testing.B, c *jobs.Client, queue, prefix string) *countingWorker {
+	cw := &countingWorker{all: make(chan struct{}), err: make(chan error, 1)}
+	cw.target.Store(int64(b.N))
+	// A job counts when its success is written: the worker reports each
+	// outcome after its record is written.
+	w, err := jobs.NewWorker(c, queue, func(context.Context, *jobs.Job) error {
+		return nil
+	}, jobs.WorkerConfig{Concurrency: jobWorkers, OnOutcome: func(r jobs.Record) {
+		if r.Status == jobs.StatusSuccess && strings.HasPrefix(r.Key, prefix) && cw.done.Add(1) == cw.target.Load() {
+			close(cw.all)
+		}
+	}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	wctx, wcancel := context.WithCancel(ctx)
+	cw.cancel = wcancel
+	go func() { cw.err <- w.Run(wctx) }()
+	return cw
+}
+
+// wait waits until all b.N jobs succeeded.
+func (cw *countingWorker) wait(ctx context.Context, b *testing.B) {
+	select {
+	case <-cw.all:
+	case <-ctx.Done():
+		b.Fatalf("jetretry: %d of %d jobs done", cw.done.Load(), cw.target.Load())
+	}
+}
+
+func (cw *countingWorker) stop() {
+	cw.cancel()
+	<-cw.err
 }
 
 // fillBacklog makes count retries of queue wait in backoff, held by the

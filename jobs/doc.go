@@ -21,7 +21,7 @@
 //
 // # Protocol
 //
-// Submit publishes the dispatch and creates the record at once (one round
+// Submit sends the dispatch and the record's create together (one round
 // trip). A worker that gets a fresh job's dispatch before its record
 // exists writes the record from the dispatch, so a job whose dispatch is
 // stored always runs; a record whose dispatch was lost (its publish
@@ -35,8 +35,11 @@
 // the handler's context), and writes the outcome by compare-and-set:
 // success, a retry (pending, a new token, next_retry_at; then the schedule
 // is published), or a terminal failure (dead letter and retry_exhausted).
-// The outcome is written off the handler's slot, which takes its next job
-// meanwhile. The dispatch message is acknowledged only after that; a
+// A worker's claimers read and claim jobs ahead of its slots
+// (WorkerConfig.Prefetch), keeping the leases of claimed jobs that wait
+// for a slot, so a slot runs one handler after another without waiting for
+// the server; the outcome is written off the slot, which takes its next
+// job meanwhile. The dispatch message is acknowledged only after that; a
 // worker that dies leaves it unacknowledged, so it is redelivered after
 // the lease, and the next worker records the dead run as crashed and runs
 // the job again.
@@ -59,7 +62,8 @@
 // budget. Other errors are classified by the worker's policy: retryable
 // ones use the budget and back off (default 8 attempts, 60 s, ×2, 3600 s,
 // ±10%). A crashed run uses the budget too, so a job that kills its
-// workers ends. Delays are rounded up to whole seconds, the granularity of
+// workers ends; that includes the runs a dead worker had claimed ahead
+// and not started (at most Prefetch of them). Delays are rounded up to whole seconds, the granularity of
 // schedules.
 //
 // Only Requeue leads out of failed. Reprocess reruns a success: if the

@@ -61,7 +61,8 @@ type WorkerConfig struct {
 	// in its record from its claim (Run.StartedAt) and its lease is kept
 	// while it waits for a slot, so no other worker takes it: with slow
 	// handlers and several workers, a small prefetch spreads jobs more
-	// evenly. Up to Concurrency+Prefetch more dispatch messages wait
+	// evenly. A worker that dies leaves a crashed run (charged to the
+	// budget) on every job it had claimed, started or not. Up to Concurrency+Prefetch more dispatch messages wait
 	// unclaimed in the consumer's buffer, without renewing anything: if
 	// one waits longer than Lease, the server hands it to another worker,
 	// and the job's record decides which copy runs it. Default
