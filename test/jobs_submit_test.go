@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -150,6 +151,7 @@ func TestJobsShutdownHandsBackPrefetched(t *testing.T) {
 	time.Sleep(200 * time.Millisecond) // let it fetch ahead
 	cancel()
 	require.NoError(t, <-ran)
+	require.Empty(t, started, "jobs claimed ahead are handed back, not started, at shutdown")
 
 	var done atomic.Int32
 	begin := time.Now()
@@ -162,4 +164,59 @@ func TestJobsShutdownHandsBackPrefetched(t *testing.T) {
 	}
 	require.EqualValues(t, n, done.Load())
 	require.Less(t, time.Since(begin), 8*time.Second, "well under the 20 s ack wait")
+}
+
+// A job claimed ahead of a free slot is running in its record, keeps its
+// lease while it waits, and is not started when it is cancelled meanwhile.
+func TestJobsClaimedAheadThenCancelledDoesNotRun(t *testing.T) {
+	e := newJobsEnv(t)
+	ctx, cancelAll := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancelAll()
+	release := make(chan struct{})
+	var mu sync.Mutex
+	var ran []string
+	startWorker(t, e.c, "ahead", func(ctx context.Context, j *jobs.Job) error {
+		mu.Lock()
+		ran = append(ran, j.Key)
+		mu.Unlock()
+		if j.Key == "ahead/first" {
+			select {
+			case <-release:
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		}
+		return nil
+	}, jobs.WorkerConfig{Concurrency: 1, Prefetch: 2, Lease: 3 * time.Second})
+
+	_, _, err := e.c.Submit(ctx, "ahead", "ahead/first", nil, jobs.SubmitOptions{})
+	require.NoError(t, err)
+	waitJob(t, e.c, "ahead/first", 10*time.Second, isStatus(jobs.StatusRunning))
+	_, _, err = e.c.Submit(ctx, "ahead", "ahead/second", nil, jobs.SubmitOptions{})
+	require.NoError(t, err)
+	// The only slot is busy: the second job is claimed ahead, running
+	// in its record, and its lease is renewed while it waits.
+	rec := waitJob(t, e.c, "ahead/second", 10*time.Second, isStatus(jobs.StatusRunning))
+	lease := rec.Run.LeaseUntil
+	waitJob(t, e.c, "ahead/second", 10*time.Second, func(r jobs.Record) bool {
+		return r.Run != nil && r.Run.LeaseUntil.After(lease)
+	})
+
+	_, err = e.c.Cancel(ctx, "ahead/second", jobs.WithReason("test"))
+	require.NoError(t, err)
+	// The claimer notices at its next renewal (every second here).
+	time.Sleep(1500 * time.Millisecond)
+	close(release)
+	waitJob(t, e.c, "ahead/first", 10*time.Second, isStatus(jobs.StatusSuccess))
+	_, _, err = e.c.Submit(ctx, "ahead", "ahead/third", nil, jobs.SubmitOptions{})
+	require.NoError(t, err)
+	waitJob(t, e.c, "ahead/third", 10*time.Second, isStatus(jobs.StatusSuccess))
+
+	rec, err = e.c.Get(ctx, "ahead/second")
+	require.NoError(t, err)
+	require.Equal(t, jobs.StatusFailed, rec.Status)
+	require.Equal(t, jobs.TerminalManual, rec.TerminalReason)
+	mu.Lock()
+	defer mu.Unlock()
+	require.Equal(t, []string{"ahead/first", "ahead/third"}, ran, "the cancelled job's handler never ran")
 }
