@@ -31,6 +31,7 @@ func TestWorkerConfigInvalid(t *testing.T) {
 		"short lease":          {Lease: 500 * time.Millisecond},
 		"negative max age":     {MaxAge: -time.Second},
 		"missing deliveries":   {MissingDeliveries: -1},
+		"negative sweep":       {SweepEvery: -time.Second},
 	} {
 		t.Run(name, func(t *testing.T) {
 			_, err := c.withDefaults()

@@ -94,6 +94,12 @@ type WorkerConfig struct {
 	// about a minute to appear, so a slow Create under load never strands
 	// its job.
 	MissingDelay time.Duration
+	// SweepEvery, when positive, makes the worker sweep its queue that
+	// often (Client.Sweep with Grace = Lease, at times jittered by ±10%):
+	// pending jobs whose dispatch was lost are dispatched again. A sweep
+	// reads every record of the bucket, so keep it to minutes on large
+	// buckets. Default 0: never.
+	SweepEvery time.Duration
 	// OnOutcome, when set, is called after a run's outcome is written and
 	// its effects (schedule, dead letter, audit) are carried out, with the
 	// record as written: status success, pending (a retry is scheduled)
@@ -139,6 +145,8 @@ func (c WorkerConfig) withDefaults() (WorkerConfig, error) {
 		return c, fmt.Errorf("%w: lease must be at least 1s, got %v", ErrInvalidConfig, c.Lease)
 	case c.MaxAge < 0:
 		return c, fmt.Errorf("%w: negative max age %v", ErrInvalidConfig, c.MaxAge)
+	case c.SweepEvery < 0:
+		return c, fmt.Errorf("%w: negative sweep interval %v", ErrInvalidConfig, c.SweepEvery)
 	case c.MissingDeliveries < 1 || c.MissingDelay < 0:
 		return c, fmt.Errorf("%w: bad missing-record redelivery settings", ErrInvalidConfig)
 	}
@@ -243,6 +251,11 @@ func (w *Worker) Run(ctx context.Context) error {
 			}
 		})
 	}
+	sweepCtx, stopSweep := context.WithCancel(ctx)
+	var sweeper sync.WaitGroup
+	if w.cfg.SweepEvery > 0 {
+		sweeper.Go(func() { w.sweepLoop(sweepCtx) })
+	}
 	// On shutdown, messages fetched ahead are handed back at once rather
 	// than left to their ack wait.
 	stop := context.AfterFunc(ctx, it.Drain)
@@ -271,12 +284,35 @@ func (w *Worker) Run(ctx context.Context) error {
 			_ = m.Nak()
 		}
 	}
+	stopSweep()
+	sweeper.Wait()
 	close(msgs)
 	claimers.Wait()
 	close(ready)
 	wg.Wait()
 	w.ends.Wait()
 	return nil
+}
+
+// sweepLoop sweeps the worker's queue every SweepEvery until ctx is done.
+func (w *Worker) sweepLoop(ctx context.Context) {
+	for {
+		d := time.Duration(float64(w.cfg.SweepEvery) * (0.9 + 0.2*w.c.cfg.Rand()))
+		t := time.NewTimer(d)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return
+		case <-t.C:
+		}
+		found, err := w.c.Sweep(ctx, SweepOptions{Queue: w.queue, Grace: w.cfg.Lease})
+		for _, r := range found {
+			w.c.cfg.Logger.Warn("jobs: stranded job dispatched again", "queue", w.queue, "key", r.Key)
+		}
+		if err != nil && ctx.Err() == nil {
+			w.c.cfg.Logger.Warn("jobs: sweep", "queue", w.queue, "error", err)
+		}
+	}
 }
 
 // maxMissingDelay caps the backoff of a dispatch whose record is missing.
