@@ -26,6 +26,10 @@
 // exists writes the record from the dispatch, so a job whose dispatch is
 // stored always runs; a record whose dispatch was lost (its publish
 // failed) is dispatched again by the next Submit of its key, or by Kick.
+// Sweep finds every pending job whose dispatch is gone (a control call
+// that died between its two writes, a purged stream) and dispatches it
+// again; workers can sweep their queue by themselves
+// (WorkerConfig.SweepEvery).
 //
 // A record names the dispatch token that the next valid dispatch message
 // carries; other dispatches are stale and dropped. A worker claims a job
