@@ -90,3 +90,62 @@ func Example() {
 	// run 1 failed retryable
 	// run 2 success
 }
+
+// A pending job whose dispatch is lost (here purged from the work stream;
+// in life, a control call that died between its two writes) is found by
+// Sweep and dispatched again.
+func ExampleClient_Sweep() {
+	url, stop, err := natstest.StartExample()
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer stop()
+	nc, err := nats.Connect(url)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		log.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	c, err := jobs.New(ctx, js, jobs.Config{})
+	if err != nil {
+		log.Fatal(err)
+	}
+
+	if _, _, err := c.Submit(ctx, "exports", "export/2026-11-21", nil, jobs.SubmitOptions{}); err != nil {
+		log.Fatal(err)
+	}
+	work, err := js.Stream(ctx, jobs.DefaultStream)
+	if err != nil {
+		log.Fatal(err)
+	}
+	if err := work.Purge(ctx, jetstream.WithPurgeSubject(jobs.RunSubject("exports"))); err != nil {
+		log.Fatal(err)
+	}
+
+	time.Sleep(1200 * time.Millisecond) // past the grace below
+	stranded, err := c.Sweep(ctx, jobs.SweepOptions{Queue: "exports", Grace: time.Second})
+	if err != nil {
+		log.Fatal(err)
+	}
+	for _, r := range stranded {
+		fmt.Println("dispatched again:", r.Key, r.Status)
+	}
+
+	done := make(chan jobs.Record, 1)
+	w, err := jobs.NewWorker(c, "exports", func(context.Context, *jobs.Job) error { return nil },
+		jobs.WorkerConfig{OnOutcome: func(r jobs.Record) { done <- r }})
+	if err != nil {
+		log.Fatal(err)
+	}
+	go func() { _ = w.Run(ctx) }()
+	r := <-done
+	fmt.Println(r.Key, r.Status, "attempts:", r.AttemptCount)
+	// Output:
+	// dispatched again: export/2026-11-21 pending
+	// export/2026-11-21 success attempts: 1
+}
