@@ -62,12 +62,12 @@ type WorkerConfig struct {
 	// while it waits for a slot, so no other worker takes it: with slow
 	// handlers and several workers, a small prefetch spreads jobs more
 	// evenly. A worker that dies leaves a crashed run (charged to the
-	// budget) on every job it had claimed, started or not. Up to Concurrency+Prefetch more dispatch messages wait
-	// unclaimed in the consumer's buffer, without renewing anything: if
-	// one waits longer than Lease, the server hands it to another worker,
-	// and the job's record decides which copy runs it. Default
-	// 2×Concurrency; -1 for none (each slot claims its next job when it
-	// is free).
+	// budget) on every job it had claimed, started or not. Up to
+	// Concurrency+Prefetch more dispatch messages wait unclaimed in the
+	// consumer's buffer, without renewing anything: if one waits longer
+	// than Lease, the server hands it to another worker, and the job's
+	// record decides which copy runs it. Default 2×Concurrency; -1 for
+	// none (each slot claims its next job when it is free).
 	Prefetch int
 	// Lease is how long a run holds a job without renewing; it is renewed
 	// every Lease/3, and it is the consumer's AckWait. A crashed worker's
