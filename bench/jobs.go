@@ -129,15 +129,7 @@ func jobsRaw(b *testing.B) {
 // held by the server as message schedules an hour out.
 func jobsJetretry(backlog int) func(*testing.B) {
 	return func(b *testing.B) {
-		b.ReportAllocs()
-		e := mustEnv(b)
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
-		defer cancel()
-		c, err := jobsClient(ctx, e)
-		if err != nil {
-			b.Fatal(err)
-		}
-		n := strconv.FormatInt(seq.Add(1), 10)
+		e, c, ctx, n := jobsSetup(b)
 		queue := "q" + n
 		if backlog > 0 {
 			// One backlog per process, filled once: the fresh jobs of every
@@ -171,15 +163,7 @@ func jobsJetretry(backlog int) func(*testing.B) {
 // jobsSubmitOnly times the submitting half of jobsJetretry alone: b.N
 // jobs submitted by 8 submitters, with no worker running.
 func jobsSubmitOnly(b *testing.B) {
-	b.ReportAllocs()
-	e := mustEnv(b)
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
-	defer cancel()
-	c, err := jobsClient(ctx, e)
-	if err != nil {
-		b.Fatal(err)
-	}
-	n := strconv.FormatInt(seq.Add(1), 10)
+	_, c, ctx, n := jobsSetup(b)
 	b.ResetTimer()
 	if err := submitJobs(ctx, c, "s"+n, "sub-"+n+"-", b.N); err != nil {
 		b.Fatal(err)
@@ -189,15 +173,7 @@ func jobsSubmitOnly(b *testing.B) {
 // jobsDrainOnly times the running half of jobsJetretry alone: b.N jobs
 // submitted before the timer starts, then run by a Worker of 8.
 func jobsDrainOnly(b *testing.B) {
-	b.ReportAllocs()
-	e := mustEnv(b)
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
-	defer cancel()
-	c, err := jobsClient(ctx, e)
-	if err != nil {
-		b.Fatal(err)
-	}
-	n := strconv.FormatInt(seq.Add(1), 10)
+	_, c, ctx, n := jobsSetup(b)
 	queue, prefix := "d"+n, "drain-"+n+"-"
 	if err := submitJobs(ctx, c, queue, prefix, b.N); err != nil {
 		b.Fatal(err)
@@ -207,6 +183,21 @@ func jobsDrainOnly(b *testing.B) {
 	w.wait(ctx, b)
 	b.StopTimer()
 	w.stop()
+}
+
+// jobsSetup is the common start of the jetretry jobs cases: the process's
+// server and jobs client, a context bounding the run (cancelled when it
+// ends), and a number naming the run's queue and keys.
+func jobsSetup(b *testing.B) (*natsEnv, *jobs.Client, context.Context, string) {
+	b.ReportAllocs()
+	e := mustEnv(b)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	b.Cleanup(cancel)
+	c, err := jobsClient(ctx, e)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return e, c, ctx, strconv.FormatInt(seq.Add(1), 10)
 }
 
 // submitJobs submits n jobs prefix0..prefix(n-1) to queue from jobWorkers
