@@ -54,13 +54,14 @@ func commands() []command {
 			{name: "get", summary: "show an idempotency record", run: runIdempotencyGet},
 			{name: "clear", summary: "delete an idempotency record, audited as a manual override", run: runIdempotencyClear},
 		}},
-		{name: "jobs", summary: "list, inspect, requeue, reprocess, cancel and kick durable jobs", intro: jobsIntro, subs: []command{
+		{name: "jobs", summary: "list, inspect, requeue, reprocess, cancel, kick and sweep durable jobs", intro: jobsIntro, subs: []command{
 			{name: "list", summary: "list jobs (--queue, --status, --terminal)", run: runJobsList},
 			{name: "inspect", summary: "show a job with its run history", run: runJobsInspect},
 			{name: "requeue", summary: "move failed jobs back to pending, audited (--yes above 100)", run: runJobsRequeue},
 			{name: "reprocess", summary: "run a successful job again, audited", run: runJobsOverride("reprocess", jobsReprocessUsage)},
 			{name: "cancel", summary: "end a pending or running job as failed, audited", run: runJobsOverride("cancel", jobsCancelUsage)},
 			{name: "kick", summary: "dispatch pending jobs again (not audited)", run: runJobsKick},
+			{name: "sweep", summary: "dispatch stranded pending jobs again (not audited)", run: runJobsSweep},
 			{name: "dead", summary: "print the dead letters of failed jobs", run: runJobsDead},
 		}},
 	}

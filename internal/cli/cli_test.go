@@ -112,6 +112,7 @@ func TestHelpGolden(t *testing.T) {
 		{"jobs_reprocess", []string{"jobs", "reprocess", "--help"}},
 		{"jobs_cancel", []string{"jobs", "cancel", "--help"}},
 		{"jobs_kick", []string{"jobs", "kick", "--help"}},
+		{"jobs_sweep", []string{"jobs", "sweep", "--help"}},
 		{"jobs_dead", []string{"jobs", "dead", "--help"}},
 	}
 	for _, tt := range tests {
@@ -263,6 +264,12 @@ func TestExitCodes(t *testing.T) {
 		{"jobs kick empty key", []string{"jobs", "kick", "k", ""}, ExitUsage, "empty KEY"},
 		{"jobs kick reason", []string{"jobs", "kick", "k", "--reason", "r"}, ExitUsage, "flag provided but not defined: -reason"},
 		{"jobs kick bad bucket", []string{"jobs", "kick", "k", "--bucket", "A.B"}, ExitUsage, `--bucket "A.B"`},
+		{"jobs sweep negative grace", []string{"jobs", "sweep", "--grace", "-1s"}, ExitUsage, "--grace must be positive"},
+		{"jobs sweep zero grace", []string{"jobs", "sweep", "--grace", "0s"}, ExitUsage, "--grace must be positive"},
+		{"jobs sweep bad grace", []string{"jobs", "sweep", "--grace", "5"}, ExitUsage, `invalid value "5" for flag -grace`},
+		{"jobs sweep bad queue", []string{"jobs", "sweep", "--queue", "bad queue"}, ExitUsage, `--queue "bad queue"`},
+		{"jobs sweep negative limit", []string{"jobs", "sweep", "--limit", "-1"}, ExitUsage, "--limit must not be negative"},
+		{"jobs sweep key", []string{"jobs", "sweep", "k"}, ExitUsage, `unexpected argument "k"`},
 		{"jobs dead bad queue", []string{"jobs", "dead", "--queue", "a b"}, ExitUsage, `--queue "a b"`},
 		{"jobs dead bad flag", []string{"jobs", "dead", "--status", "failed"}, ExitUsage, "flag provided but not defined: -status"},
 		{"unknown jobs subcommand", []string{"jobs", "retry"}, ExitUsage, `jetretry jobs: unknown subcommand "retry"`},
@@ -279,6 +286,7 @@ func TestExitCodes(t *testing.T) {
 		{"unreachable jobs reprocess", append([]string{"jobs", "reprocess", "k"}, unreachable...), ExitFailure, "jetretry jobs reprocess: cannot reach NATS at nats://127.0.0.1:1: "},
 		{"unreachable jobs cancel", append([]string{"jobs", "cancel", "k"}, unreachable...), ExitFailure, "jetretry jobs cancel: cannot reach NATS at nats://127.0.0.1:1: "},
 		{"unreachable jobs kick", append([]string{"jobs", "kick", "k"}, unreachable...), ExitFailure, "jetretry jobs kick: cannot reach NATS at nats://127.0.0.1:1: "},
+		{"unreachable jobs sweep", append([]string{"jobs", "sweep"}, unreachable...), ExitFailure, "jetretry jobs sweep: cannot reach NATS at nats://127.0.0.1:1: "},
 		{"unreachable jobs dead", append([]string{"jobs", "dead"}, unreachable...), ExitFailure, "jetretry jobs dead: cannot reach NATS at nats://127.0.0.1:1: "},
 		{"unreachable redacts password", []string{"audit", "query", "--server", "nats://u:secret@127.0.0.1:1", "--timeout", "300ms"}, ExitFailure, "cannot reach NATS at nats://u:xxxxx@127.0.0.1:1"},
 	}

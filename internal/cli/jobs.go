@@ -23,14 +23,16 @@ import (
 )
 
 const jobsIntro = `Operates durable jobs: lists and inspects the job records of the KV
-bucket (default JETRETRY_JOBS), reads the dead letters, and requeues,
-reprocesses, cancels or kicks jobs. Nothing here creates the bucket or
-the streams: they come from the first worker (or "jetretry demo").
+bucket (default JETRETRY_JOBS), reads the dead letters, requeues,
+reprocesses, cancels or kicks jobs, and sweeps up stranded ones. Nothing
+here creates the bucket or the streams: they come from the first worker
+(or "jetretry demo").
 
 Requeue, reprocess and cancel are manual overrides: each one is published
 to the audit stream as a manual_override event that names the operator
-($USER) and carries --reason. Kick only dispatches a pending job again:
-it changes no record and is not audited.
+($USER) and carries --reason. Kick and sweep only dispatch pending jobs
+again (kick the jobs named, sweep those whose dispatch is gone): they
+change no record and are not audited.
 `
 
 const jobsListUsage = `Usage: jetretry jobs list [--queue Q] [--status S] [--terminal] [--limit N] [--json]

@@ -10,6 +10,7 @@ import (
 	"maps"
 	"os"
 	"sync"
+	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -91,6 +92,37 @@ status is then 1.
 Examples:
   jetretry jobs kick source/customer-42/query/2026-11-20
   jetretry jobs list --queue reports --status pending --json | jq -r '.[].key' | xargs jetretry jobs kick
+`
+
+const jobsSweepUsage = `Usage: jetretry jobs sweep [--queue Q] [--grace DURATION] [--limit N] [--dry-run] [--json]
+
+Finds stranded jobs and dispatches them again. A job is stranded when it
+is pending but its dispatch is gone: a requeue or reprocess died between
+writing the record and dispatching it, or the work stream was purged.
+Extra dispatches are harmless.
+
+A pending job counts as stranded once it has been due (its next_retry_at,
+or else the last change of its record) for longer than --grace, and its
+queue's run subject holds no dispatch that old. Dispatches wait on the
+run subject, oldest first, until they are handled, so a job queued behind
+a backlog is not taken for stranded. --grace must exceed the difference
+between the clocks of the clients and the servers. --queue sweeps one
+queue; at most --limit job records are read.
+
+Each stranded job is dispatched to its queue's workers under the dispatch
+token its record names, as "jetretry jobs kick" does. Sweep does not
+change any job record and is not audited: no manual_override event is
+published. One line is printed per stranded job, then a summary;
+--dry-run finds them and dispatches nothing. With --json it prints a
+JSON array of the stranded jobs' records instead. If the sweep fails
+part way, what it dispatched is printed and the exit status is 1.
+
+Workers can sweep their own queue by themselves: set WorkerConfig.SweepEvery
+(Go package jobs).
+
+Examples:
+  jetretry jobs sweep --dry-run
+  jetretry jobs sweep --queue reports --grace 5m
 `
 
 // requeueConfirmAbove is the most jobs one requeue resets without --yes
@@ -451,6 +483,112 @@ func runJobsKick(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		return fmt.Errorf("%d of %d jobs were not kicked", failed, len(keys))
 	}
 	return nil
+}
+
+func runJobsSweep(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	var j jobsFlags
+	fs := newFlags("jobs sweep", jobsSweepUsage, stdout)
+	j.register(fs, true)
+	queue := fs.String("queue", "", "sweep queue `Q` only (default: every queue)")
+	grace := fs.Duration("grace", time.Minute, "how long a pending job may be due without its dispatch before it counts as stranded")
+	limit := fs.Int("limit", 10000, "read at most `N` job records")
+	dryRun := fs.Bool("dry-run", false, "find the stranded jobs, dispatch nothing")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if _, err := fs.positional(); err != nil {
+		return err
+	}
+	if err := checkQueueFlag(*queue); err != nil {
+		return err
+	}
+	if *grace <= 0 {
+		return usagef("--grace must be positive")
+	}
+	if *limit < 0 {
+		return usagef("--limit must not be negative")
+	}
+	nc, _, c, err := j.open(ctx, "jobs sweep", nil, stderr)
+	if err != nil {
+		return err
+	}
+	defer nc.Close()
+
+	found, err := c.Sweep(ctx, jobs.SweepOptions{Queue: *queue, Grace: *grace, DryRun: *dryRun, Limit: *limit})
+	switch {
+	case errors.Is(err, jobs.ErrInvalidConfig):
+		return usagef("%v", err)
+	case err != nil:
+		err = j.conn.jsError("sweep jobs in bucket "+j.bucket, err)
+	}
+	// Sweep returns, with its error, the jobs it handled so far; the last
+	// may be the one whose dispatch failed, so it is not counted as
+	// dispatched.
+	done, unsure := found, []jobs.Record(nil)
+	if err != nil && !*dryRun && len(found) > 0 {
+		done, unsure = found[:len(found)-1], found[len(found)-1:]
+	}
+	if j.asJSON {
+		if werr := writeJobsJSON(stdout, done); werr != nil && err == nil {
+			err = werr
+		}
+		return err
+	}
+	if werr := writeSweep(stdout, done, unsure, *dryRun, err != nil); werr != nil && err == nil {
+		err = werr
+	}
+	return err
+}
+
+// writeSweep prints the stranded jobs of a sweep, one line each, and a
+// summary. done are the jobs dispatched (or found, on a dry run); unsure
+// the one whose dispatch is not known to have been sent, when the sweep
+// failed. A sweep that failed before finding any job prints nothing.
+func writeSweep(w io.Writer, done, unsure []jobs.Record, dryRun, failed bool) error {
+	what := "dispatched again"
+	if dryRun {
+		what = "would dispatch (dry run)"
+	}
+	line := func(r jobs.Record, what string) {
+		// The time the sweep counts from: the later of the last change and
+		// the retry time.
+		due := r.UpdatedAt
+		if r.NextRetryAt.After(due) {
+			due = r.NextRetryAt
+		}
+		fmt.Fprintf(w, "stranded %q in queue %s, due %s: %s\n", r.Key, r.Queue, jobTime(due), what)
+	}
+	for _, r := range done {
+		line(r, what)
+	}
+	for _, r := range unsure {
+		line(r, "not known to be dispatched (see the error)")
+	}
+	n := len(done)
+	var err error
+	switch {
+	case failed && n+len(unsure) == 0:
+		// The error says it all.
+	case failed && dryRun:
+		_, err = fmt.Fprintf(w, "found %s before the error (dry run: nothing dispatched)\n", strandedJobs(n))
+	case failed:
+		_, err = fmt.Fprintf(w, "swept %s before the error; sweep again to finish\n", strandedJobs(n))
+	case n == 0:
+		_, err = fmt.Fprintln(w, "no stranded jobs")
+	case dryRun:
+		_, err = fmt.Fprintf(w, "found %s (dry run: nothing dispatched)\n", strandedJobs(n))
+	default:
+		_, err = fmt.Fprintf(w, "swept %s\n", strandedJobs(n))
+	}
+	return err
+}
+
+// strandedJobs is "1 stranded job" or "N stranded jobs".
+func strandedJobs(n int) string {
+	if n == 1 {
+		return "1 stranded job"
+	}
+	return fmt.Sprintf("%d stranded jobs", n)
 }
 
 // kick dispatches the pending job key again and returns its one-line

@@ -481,6 +481,113 @@ func TestJobsKick(t *testing.T) {
 	require.ErrorIs(t, err, jetstream.ErrStreamNotFound, "kick is not audited")
 }
 
+func TestJobsSweep(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	s, js, c := jobsServer(t)
+	url := s.URL()
+	submitJobs(t, c, "sweep", "", "sweep/a")   // its dispatch is lost below
+	submitJobs(t, c, "queued", "", "queued/b") // no worker: its dispatch waits, it is not stranded
+
+	st, err := js.Stream(ctx, jobs.DefaultStream)
+	require.NoError(t, err)
+	require.NoError(t, st.Purge(ctx, jetstream.WithPurgeSubject(jobs.RunSubject("sweep"))))
+	require.Zero(t, runMessages(t, js, "sweep"))
+	before, err := c.Get(ctx, "sweep/a")
+	require.NoError(t, err)
+	require.Equal(t, jobs.StatusPending, before.Status)
+
+	// Within the default grace of a minute, nothing is stranded.
+	code, out, errOut := run(t, "jobs", "sweep", "--server", url, "--dry-run")
+	require.Equal(t, ExitOK, code, errOut)
+	require.Empty(t, errOut)
+	require.Equal(t, "no stranded jobs\n", out)
+
+	const grace = "250ms"
+	time.Sleep(500 * time.Millisecond) // past the grace
+
+	// --dry-run names the stranded job and dispatches nothing.
+	stranded := fmt.Sprintf("stranded %q in queue sweep, due %s: ", "sweep/a", jobTime(before.UpdatedAt))
+	code, out, errOut = run(t, "jobs", "sweep", "--server", url, "--grace", grace, "--dry-run")
+	require.Equal(t, ExitOK, code, errOut)
+	require.Empty(t, errOut)
+	require.Equal(t, stranded+"would dispatch (dry run)\nfound 1 stranded job (dry run: nothing dispatched)\n", out)
+	require.Zero(t, runMessages(t, js, "sweep"))
+
+	// --json prints the records, as "jobs list --json" does.
+	code, out, errOut = run(t, "jobs", "sweep", "--server", url, "--grace", grace, "--dry-run", "--json")
+	require.Equal(t, ExitOK, code, errOut)
+	var got []jobJSON
+	require.NoError(t, json.Unmarshal([]byte(out), &got))
+	require.Len(t, got, 1)
+	require.Equal(t, "sweep/a", got[0].Key)
+	require.Equal(t, jobs.StatusPending, got[0].Status)
+	require.Zero(t, runMessages(t, js, "sweep"))
+
+	// Another queue: nothing stranded.
+	code, out, errOut = run(t, "jobs", "sweep", "--server", url, "--grace", grace, "--queue", "queued")
+	require.Equal(t, ExitOK, code, errOut)
+	require.Equal(t, "no stranded jobs\n", out)
+	require.EqualValues(t, 1, runMessages(t, js, "queued"), "the submit's dispatch only")
+
+	// Sweep: one dispatch, the record as it was, no audit event (the audit
+	// stream is not even created).
+	code, out, errOut = run(t, "jobs", "sweep", "--server", url, "--grace", grace)
+	require.Equal(t, ExitOK, code, errOut)
+	require.Empty(t, errOut)
+	require.Equal(t, stranded+"dispatched again\nswept 1 stranded job\n", out)
+	require.EqualValues(t, 1, runMessages(t, js, "sweep"))
+	require.EqualValues(t, 1, runMessages(t, js, "queued"))
+	after, err := c.Get(ctx, "sweep/a")
+	require.NoError(t, err)
+	require.Equal(t, before, after, "sweep does not change the record")
+	_, err = js.Stream(ctx, audit.DefaultStreamName)
+	require.ErrorIs(t, err, jetstream.ErrStreamNotFound, "sweep is not audited")
+
+	// The dispatch runs the job.
+	startJobsWorker(t, c, "sweep", 1, func(context.Context, *jobs.Job) error { return nil })
+	rec := waitJobStatus(t, c, jobs.StatusSuccess, "sweep/a")[0]
+	require.Equal(t, 1, rec.AttemptCount)
+}
+
+func TestWriteSweep(t *testing.T) {
+	at := time.Date(2026, 11, 20, 6, 0, 0, 0, time.UTC)
+	a := jobs.Record{Key: "etl/a", Queue: "etl", UpdatedAt: at}
+	b := jobs.Record{Key: "etl/b", Queue: "etl", UpdatedAt: at, NextRetryAt: at.Add(time.Minute)}
+	tests := []struct {
+		name         string
+		done, unsure []jobs.Record
+		dryRun       bool
+		failed       bool
+		want         string
+	}{
+		{name: "none", want: "no stranded jobs\n"},
+		{name: "none, dry run", dryRun: true, want: "no stranded jobs\n"},
+		{name: "swept", done: []jobs.Record{a, b}, want: `stranded "etl/a" in queue etl, due 2026-11-20T06:00:00.000Z: dispatched again
+stranded "etl/b" in queue etl, due 2026-11-20T06:01:00.000Z: dispatched again
+swept 2 stranded jobs
+`},
+		{name: "dry run", done: []jobs.Record{b}, dryRun: true, want: `stranded "etl/b" in queue etl, due 2026-11-20T06:01:00.000Z: would dispatch (dry run)
+found 1 stranded job (dry run: nothing dispatched)
+`},
+		{name: "failed", done: []jobs.Record{a}, unsure: []jobs.Record{b}, failed: true, want: `stranded "etl/a" in queue etl, due 2026-11-20T06:00:00.000Z: dispatched again
+stranded "etl/b" in queue etl, due 2026-11-20T06:01:00.000Z: not known to be dispatched (see the error)
+swept 1 stranded job before the error; sweep again to finish
+`},
+		{name: "failed at once", failed: true, want: ""},
+		{name: "failed, dry run", done: []jobs.Record{a}, dryRun: true, failed: true, want: `stranded "etl/a" in queue etl, due 2026-11-20T06:00:00.000Z: would dispatch (dry run)
+found 1 stranded job before the error (dry run: nothing dispatched)
+`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var b strings.Builder
+			require.NoError(t, writeSweep(&b, tt.done, tt.unsure, tt.dryRun, tt.failed))
+			require.Equal(t, tt.want, b.String())
+		})
+	}
+}
+
 func TestJobsDead(t *testing.T) {
 	w := newJobsWorld(t)
 	url := w.s.URL()
@@ -596,7 +703,7 @@ func TestJobsMissingStorage(t *testing.T) {
 	cmds := [][]string{
 		{"jobs", "list"}, {"jobs", "inspect", "k"}, {"jobs", "dead"},
 		{"jobs", "requeue", "k"}, {"jobs", "requeue", "--queue", "q"}, {"jobs", "reprocess", "k"}, {"jobs", "cancel", "k"},
-		{"jobs", "kick", "k"},
+		{"jobs", "kick", "k"}, {"jobs", "sweep"},
 	}
 	for _, args := range cmds {
 		code, out, errOut := run(t, append(args, "--server", s.URL())...)
