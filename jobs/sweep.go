@@ -35,9 +35,13 @@ type SweepOptions struct {
 // acknowledged, including those being handled, so a job whose dispatch
 // waits behind a backlog is never taken for stranded.
 //
-// It returns the stranded jobs it found (and, unless DryRun, dispatched),
-// with ErrUnavailable when JetStream fails. Sweep changes no record and
-// emits no audit event; extra dispatches are harmless.
+// It returns the stranded jobs it dispatched (with DryRun, found). When
+// JetStream fails it returns those dispatched before, and an error that
+// wraps ErrUnavailable and names the job it could not dispatch, if any.
+// Sweep changes no record and emits no audit event; extra dispatches are
+// harmless. A job dispatched by a sweep counts as stranded again until a
+// worker takes its dispatch, so sweeping a queue that no worker serves
+// adds a dispatch each time.
 func (c *Client) Sweep(ctx context.Context, o SweepOptions) ([]Record, error) {
 	if o.Grace == 0 {
 		o.Grace = time.Minute
@@ -78,13 +82,12 @@ func (c *Client) Sweep(ctx context.Context, o SweepOptions) ([]Record, error) {
 		if !first.IsZero() && !first.After(due.Add(o.Grace)) {
 			continue // its dispatch may still be queued
 		}
+		if !o.DryRun {
+			if err := c.publishDispatch(ctx, rec.Queue, rec.Key, rec.Dispatch, nil); err != nil {
+				return stranded, fmt.Errorf("jobs: stranded job %q not dispatched: %w", rec.Key, err)
+			}
+		}
 		stranded = append(stranded, rec)
-		if o.DryRun {
-			continue
-		}
-		if err := c.publishDispatch(ctx, rec.Queue, rec.Key, rec.Dispatch, nil); err != nil {
-			return stranded, err
-		}
 	}
 	return stranded, nil
 }

@@ -521,35 +521,30 @@ func runJobsSweep(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	case err != nil:
 		err = j.conn.jsError("sweep jobs in bucket "+j.bucket, err)
 	}
-	// Sweep returns, with its error, the jobs it handled so far; the last
-	// may be the one whose dispatch failed, so it is not counted as
-	// dispatched.
-	done, unsure := found, []jobs.Record(nil)
-	if err != nil && !*dryRun && len(found) > 0 {
-		done, unsure = found[:len(found)-1], found[len(found)-1:]
-	}
+	// With its error, Sweep returns the jobs it dispatched before it; the
+	// error names the job it could not dispatch.
 	if j.asJSON {
-		if werr := writeJobsJSON(stdout, done); werr != nil && err == nil {
+		if werr := writeJobsJSON(stdout, found); werr != nil && err == nil {
 			err = werr
 		}
 		return err
 	}
-	if werr := writeSweep(stdout, done, unsure, *dryRun, err != nil); werr != nil && err == nil {
+	if werr := writeSweep(stdout, found, *dryRun, err != nil); werr != nil && err == nil {
 		err = werr
 	}
 	return err
 }
 
 // writeSweep prints the stranded jobs of a sweep, one line each, and a
-// summary. done are the jobs dispatched (or found, on a dry run); unsure
-// the one whose dispatch is not known to have been sent, when the sweep
-// failed. A sweep that failed before finding any job prints nothing.
-func writeSweep(w io.Writer, done, unsure []jobs.Record, dryRun, failed bool) error {
+// summary. done are the jobs dispatched (or found, on a dry run), before
+// the error when the sweep failed. A sweep that failed before handling
+// any job prints nothing.
+func writeSweep(w io.Writer, done []jobs.Record, dryRun, failed bool) error {
 	what := "dispatched again"
 	if dryRun {
 		what = "would dispatch (dry run)"
 	}
-	line := func(r jobs.Record, what string) {
+	for _, r := range done {
 		// The time the sweep counts from: the later of the last change and
 		// the retry time.
 		due := r.UpdatedAt
@@ -558,16 +553,10 @@ func writeSweep(w io.Writer, done, unsure []jobs.Record, dryRun, failed bool) er
 		}
 		fmt.Fprintf(w, "stranded %q in queue %s, due %s: %s\n", r.Key, r.Queue, jobTime(due), what)
 	}
-	for _, r := range done {
-		line(r, what)
-	}
-	for _, r := range unsure {
-		line(r, "not known to be dispatched (see the error)")
-	}
 	n := len(done)
 	var err error
 	switch {
-	case failed && n+len(unsure) == 0:
+	case failed && n == 0:
 		// The error says it all.
 	case failed && dryRun:
 		_, err = fmt.Fprintf(w, "found %s before the error (dry run: nothing dispatched)\n", strandedJobs(n))
