@@ -132,6 +132,8 @@ type Client struct {
 	cfg  Config
 	work jetstream.Stream
 	fast *fastPath // nil: every call goes through nats.go's KeyValue
+	// leader reads the bucket's stream leader; nil on a single replica.
+	leader *leaderRead
 }
 
 // New returns a Client, creating the bucket and streams if missing
@@ -173,7 +175,19 @@ func New(ctx context.Context, js jetstream.JetStream, cfg Config) (*Client, erro
 	}); err != nil {
 		return nil, err
 	}
-	return &Client{js: js, kv: kv, cfg: cfg, work: work, fast: newFastPath(ctx, js, kv)}, nil
+	st, err := kv.Status(ctx)
+	if err != nil {
+		return nil, opErr(ctx, "open bucket", cfg.Bucket, err)
+	}
+	bs, ok := st.(*jetstream.KeyValueBucketStatus)
+	if !ok || bs.StreamInfo() == nil {
+		return nil, fmt.Errorf("%w: bucket %s: no stream info", ErrUnavailable, cfg.Bucket)
+	}
+	sc := bs.StreamInfo().Config
+	return &Client{
+		js: js, kv: kv, cfg: cfg, work: work,
+		fast: newFastPath(js, kv, sc), leader: newLeaderRead(js, kv, sc),
+	}, nil
 }
 
 func ensureStream(ctx context.Context, js jetstream.JetStream, sc jetstream.StreamConfig) (jetstream.Stream, error) {

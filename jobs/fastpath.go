@@ -33,23 +33,11 @@ type fastPath struct {
 	putPre  string        // "$KV.<bucket>."
 }
 
-// newFastPath returns the fast path for kv on js, or nil when it does not
-// apply.
-func newFastPath(ctx context.Context, js jetstream.JetStream, kv jetstream.KeyValue) *fastPath {
+// newFastPath returns the fast path for kv, whose stream is sc, on js, or
+// nil when it does not apply.
+func newFastPath(js jetstream.JetStream, kv jetstream.KeyValue, sc jetstream.StreamConfig) *fastPath {
 	o := js.Options()
-	if o.APIPrefix != "" || o.Domain != "" || js.Conn() == nil {
-		return nil
-	}
-	st, err := kv.Status(ctx)
-	if err != nil {
-		return nil
-	}
-	bs, ok := st.(*jetstream.KeyValueBucketStatus)
-	if !ok || bs.StreamInfo() == nil {
-		return nil
-	}
-	sc := bs.StreamInfo().Config
-	if !sc.AllowDirect || sc.Mirror != nil {
+	if o.APIPrefix != "" || o.Domain != "" || js.Conn() == nil || !sc.AllowDirect || sc.Mirror != nil {
 		return nil
 	}
 	timeout := o.DefaultTimeout

@@ -334,13 +334,23 @@ func (w *Worker) claimFor(ctx context.Context, m jetstream.Msg) *running {
 	id := ID(d.Key)
 	runID := mustV7()
 	createConflicted := false // writing the record from the dispatch conflicted
+	fromLeader := false       // read the record from the bucket's leader
 	for range maxControlRounds {
 		if ctx.Err() != nil {
 			_ = m.Nak()
 			return nil
 		}
 		octx, cancel := context.WithTimeout(ctx, opTimeout)
-		rec, rev, err := w.c.get(octx, id)
+		var (
+			rec Record
+			rev uint64
+			err error
+		)
+		if fromLeader {
+			rec, rev, err = w.c.getFromLeader(octx, id)
+		} else {
+			rec, rev, err = w.c.get(octx, id)
+		}
 		cancel()
 		switch {
 		case errors.Is(err, ErrNotFound) && d.Job != nil && d.Job.Queue == w.queue && !createConflicted:
@@ -384,6 +394,13 @@ func (w *Worker) claimFor(ctx context.Context, m jetstream.Msg) *running {
 		dec := decideDispatch(rec, d.Token, claimInput{
 			now: w.c.cfg.Now(), lease: w.cfg.Lease, runID: runID, owner: w.cfg.Owner, policy: pol,
 		}, w.c.cfg.Category)
+		writesNothing := dec.verdict == verdictAck || dec.verdict == verdictRepair || dec.verdict == verdictRepairDLQ
+		if writesNothing && d.Token != rec.Dispatch && w.c.leader != nil && !fromLeader {
+			// The dispatch looks stale, and what follows writes no
+			// record: make sure the read was not a lagging replica's.
+			fromLeader = true
+			continue
+		}
 		switch dec.verdict {
 		case verdictAck:
 			_ = m.Ack()

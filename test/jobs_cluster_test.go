@@ -2,6 +2,8 @@ package test
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -14,6 +16,7 @@ import (
 
 	"github.com/jetretry/jetretry/internal/natstest"
 	"github.com/jetretry/jetretry/jobs"
+	"github.com/jetretry/jetretry/retry"
 )
 
 // Durable jobs on a 3-server JetStream cluster with replicas 3: two
@@ -23,15 +26,7 @@ import (
 // run is counted in attempt_count.
 func TestJobsOnACluster(t *testing.T) {
 	servers := natstest.StartCluster(t, 3)
-	connect := func(first int) jetstream.JetStream {
-		nc, err := nats.Connect(servers[first].URL()+","+natstest.ClusterURL(servers),
-			nats.DontRandomize(), nats.MaxReconnects(-1), nats.ReconnectWait(100*time.Millisecond))
-		require.NoError(t, err)
-		t.Cleanup(nc.Close)
-		js, err := jetstream.New(nc)
-		require.NoError(t, err)
-		return js
-	}
+	connect := func(first int) jetstream.JetStream { return clusterJS(t, servers, first) }
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	jsA, jsB := connect(0), connect(2)
@@ -127,4 +122,77 @@ func submitRetrying(ctx context.Context, t *testing.T, c *jobs.Client, queue, ke
 		require.Less(t, attempt, 10, "%s: %v", key, err)
 		t.Logf("%s: submitting again after %v", key, err)
 	}
+}
+
+// clusterJS connects to servers, first to servers[first], reconnecting to
+// the others when it goes down.
+func clusterJS(t *testing.T, servers []*natstest.Server, first int) jetstream.JetStream {
+	t.Helper()
+	nc, err := nats.Connect(servers[first].URL()+","+natstest.ClusterURL(servers),
+		nats.DontRandomize(), nats.MaxReconnects(-1), nats.ReconnectWait(100*time.Millisecond))
+	require.NoError(t, err)
+	t.Cleanup(nc.Close)
+	js, err := jetstream.New(nc)
+	require.NoError(t, err)
+	return js
+}
+
+// On a replicated bucket a worker may read a record from a replica that
+// lags the leader. A requeue's dispatch read against the record before the
+// requeue looks stale; the worker confirms with the leader before it drops
+// a dispatch. Every requeued job runs, and a really stale dispatch is
+// still dropped without a run.
+func TestJobsRequeueOnACluster(t *testing.T) {
+	servers := natstest.StartCluster(t, 3)
+	js := clusterJS(t, servers, 1)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	c, err := jobs.New(ctx, js, jobs.Config{Replicas: 3})
+	require.NoError(t, err)
+
+	var broken atomic.Bool
+	broken.Store(true)
+	var runs atomic.Int32
+	startWorker(t, c, "rq", func(context.Context, *jobs.Job) error {
+		runs.Add(1)
+		if broken.Load() {
+			return retry.Permanent(errors.New("broken"))
+		}
+		return nil
+	}, jobs.WorkerConfig{Concurrency: 4, Lease: 5 * time.Second})
+
+	const n = 40
+	key := func(i int) string { return fmt.Sprintf("rq/%d", i) }
+	for i := range n {
+		_, _, err := c.Submit(ctx, "rq", key(i), nil, jobs.SubmitOptions{})
+		require.NoError(t, err)
+	}
+	for i := range n {
+		waitJob(t, c, key(i), 20*time.Second, isStatus(jobs.StatusFailed))
+	}
+	broken.Store(false)
+	for i := range n {
+		_, err := c.Requeue(ctx, key(i))
+		require.NoError(t, err)
+	}
+	for i := range n {
+		rec := waitJob(t, c, key(i), 20*time.Second, isStatus(jobs.StatusSuccess))
+		require.Equal(t, 2, rec.AttemptCount)
+	}
+	require.EqualValues(t, 2*n, runs.Load())
+
+	// A dispatch with a token the record never had is dropped: no run.
+	stale, err := json.Marshal(map[string]string{"key": key(0), "token": "0193b1d2-0000-7000-8000-00000000dead"})
+	require.NoError(t, err)
+	_, err = js.Publish(ctx, jobs.RunSubject("rq"), stale)
+	require.NoError(t, err)
+	require.Eventually(t, func() bool {
+		cons, err := js.Consumer(ctx, jobs.DefaultStream, jobs.ConsumerName("rq"))
+		if err != nil {
+			return false
+		}
+		ci, err := cons.Info(ctx)
+		return err == nil && ci.NumPending == 0 && ci.NumAckPending == 0
+	}, 10*time.Second, 50*time.Millisecond)
+	require.EqualValues(t, 2*n, runs.Load())
 }
