@@ -179,11 +179,13 @@ func New(ctx context.Context, js jetstream.JetStream, cfg Config) (*Client, erro
 	if err != nil {
 		return nil, opErr(ctx, "open bucket", cfg.Bucket, err)
 	}
-	bs, ok := st.(*jetstream.KeyValueBucketStatus)
-	if !ok || bs.StreamInfo() == nil {
-		return nil, fmt.Errorf("%w: bucket %s: no stream info", ErrUnavailable, cfg.Bucket)
+	// The bucket's stream decides the fast path and the leader reads. A
+	// KeyValue that does not tell (a wrapper) gets neither fast path nor
+	// direct-get assumptions: the configured replicas decide.
+	sc := jetstream.StreamConfig{Name: "KV_" + cfg.Bucket, Replicas: cfg.Replicas}
+	if bs, ok := st.(*jetstream.KeyValueBucketStatus); ok && bs.StreamInfo() != nil {
+		sc = bs.StreamInfo().Config
 	}
-	sc := bs.StreamInfo().Config
 	return &Client{
 		js: js, kv: kv, cfg: cfg, work: work,
 		fast: newFastPath(js, kv, sc), leader: newLeaderRead(js, kv, sc),

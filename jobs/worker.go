@@ -540,7 +540,10 @@ func (w *Worker) keepLease(r *running) {
 func (w *Worker) exec(ctx context.Context, r *running) {
 	defer r.hcancel(nil)
 	var herr error
-	if r.hctx.Err() == nil {
+	// The worker's context first: when it ends, its runs' contexts end one
+	// after another, and a slot freed by the first must not start the
+	// next whose context has not ended yet.
+	if ctx.Err() == nil && r.hctx.Err() == nil {
 		herr = w.safeCall(r.hctx, r.job)
 	}
 	close(r.hbStop)
