@@ -66,11 +66,12 @@ func TestJobsOnACluster(t *testing.T) {
 			first, second = cB, cA
 		}
 		created := submitRetrying(ctx, t, first, "cluster", key(i))
-		// The same key through the other server creates nothing (unless
-		// the first submit's answer was lost in the failover).
+		// The same key through the other server creates nothing. (A
+		// submit that failed in the failover may still have created the
+		// job, from its dispatch: then no call reports it created; the
+		// job's success is checked below.)
 		again := submitRetrying(ctx, t, second, "cluster", key(i))
 		require.False(t, created && again, "%s created twice", key(i))
-		require.True(t, created || again, "%s never created", key(i))
 		if i == n/2 {
 			// Fail the bucket's stream leader over mid-run.
 			st, err := jsA.Stream(ctx, "KV_"+jobs.DefaultBucket)
