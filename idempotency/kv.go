@@ -13,6 +13,8 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/jetretry/jetretry/internal/kvcas"
 )
 
 // Defaults of KVConfig.
@@ -245,21 +247,8 @@ func opErr(ctx context.Context, op, key string, err error) error {
 	return fmt.Errorf("idempotency: %s %s: %w: %w", op, key, ErrUnavailable, err)
 }
 
-// isConflict reports whether err is a compare-and-set conflict: the key
-// exists (Create) or has another revision (Update, Delete). Single-replica
-// streams report it as API error 10071, which jetstream.ErrKeyExists
-// matches by code; replicated streams as 10164, which only
-// jetstream.ErrKeyRevisionMismatch matches, and Create on a deleted key
-// returns either code unwrapped.
-func isConflict(err error) bool {
-	if errors.Is(err, jetstream.ErrKeyExists) || errors.Is(err, jetstream.ErrKeyRevisionMismatch) {
-		return true
-	}
-	var apiErr *jetstream.APIError
-	return errors.As(err, &apiErr) &&
-		(apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence ||
-			apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequenceConstant)
-}
+// isConflict reports whether err is a compare-and-set conflict.
+func isConflict(err error) bool { return kvcas.IsConflict(err) }
 
 // isTooLarge reports whether err says a message was too large.
 func isTooLarge(err error) bool {

@@ -52,12 +52,18 @@ func newFastPath(js jetstream.JetStream, kv jetstream.KeyValue, sc jetstream.Str
 }
 
 func (f *fastPath) request(ctx context.Context, m *nats.Msg) (*nats.Msg, error) {
-	if _, ok := ctx.Deadline(); !ok {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, f.timeout)
-		defer cancel()
-	}
+	ctx, cancel := boundedContext(ctx, f.timeout)
+	defer cancel()
 	return f.req.Request(ctx, m)
+}
+
+// boundedContext returns ctx, bounded by timeout when it has no deadline
+// (as nats.go's JetStream calls are), and its cancel function.
+func boundedContext(ctx context.Context, timeout time.Duration) (context.Context, context.CancelFunc) {
+	if _, ok := ctx.Deadline(); ok {
+		return ctx, func() {}
+	}
+	return context.WithTimeout(ctx, timeout)
 }
 
 // get reads the last value of id: its data and revision, or
@@ -76,14 +82,20 @@ func (f *fastPath) get(ctx context.Context, id string) ([]byte, uint64, error) {
 			return nil, 0, fmt.Errorf("direct get of %s: status %s %s", id, s, r.Header.Get("Description"))
 		}
 	}
-	if r.Header.Get("KV-Operation") != "" || r.Header.Get(jetstream.MarkerReasonHeader) != "" {
-		return nil, 0, jetstream.ErrKeyNotFound // a delete, purge or expiry marker
+	if isMarker(r.Header) {
+		return nil, 0, jetstream.ErrKeyNotFound
 	}
 	rev, err := strconv.ParseUint(r.Header.Get(jetstream.SequenceHeader), 10, 64)
 	if err != nil {
 		return nil, 0, fmt.Errorf("direct get of %s: bad sequence header: %w", id, err)
 	}
 	return r.Data, rev, nil
+}
+
+// isMarker reports whether a KV message with headers h is a delete, purge
+// or expiry marker rather than a value.
+func isMarker(h nats.Header) bool {
+	return h.Get("KV-Operation") != "" || h.Get(jetstream.MarkerReasonHeader) != ""
 }
 
 // update writes b as id's value if its last revision is rev (0: no
@@ -106,11 +118,8 @@ func (f *fastPath) publish(ctx context.Context, m *nats.Msg) (uint64, error) {
 // ack waits for the acknowledgement of a publish sent with f.req.Send and
 // returns its sequence.
 func (f *fastPath) ack(ctx context.Context, c *natsreq.Call) (uint64, error) {
-	if _, ok := ctx.Deadline(); !ok {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, f.timeout)
-		defer cancel()
-	}
+	ctx, cancel := boundedContext(ctx, f.timeout)
+	defer cancel()
 	r, err := c.Wait(ctx)
 	if err != nil {
 		if errors.Is(err, nats.ErrNoResponders) {

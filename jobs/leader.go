@@ -60,11 +60,8 @@ func (c *Client) getFromLeader(ctx context.Context, id string) (Record, uint64, 
 	req, _ := json.Marshal(struct {
 		LastFor string `json:"last_by_subj"`
 	}{c.leader.keyPre + id})
-	if _, ok := ctx.Deadline(); !ok {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, opTimeout)
-		defer cancel()
-	}
+	ctx, cancel := boundedContext(ctx, opTimeout)
+	defer cancel()
 	r, err := c.js.Conn().RequestWithContext(ctx, c.leader.subject, req)
 	if err != nil {
 		return Record{}, 0, opErr(ctx, "get", id, err)
@@ -93,7 +90,7 @@ func (c *Client) getFromLeader(ctx context.Context, id string) (Record, uint64, 
 		if err != nil {
 			return Record{}, 0, opErr(ctx, "get", id, err)
 		}
-		if h.Get("KV-Operation") != "" || h.Get(jetstream.MarkerReasonHeader) != "" {
+		if isMarker(h) {
 			return Record{}, 0, fmt.Errorf("%w: id %s", ErrNotFound, id)
 		}
 	}

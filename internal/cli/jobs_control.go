@@ -407,30 +407,40 @@ func runJobsRequeue(ctx context.Context, args []string, stdout, stderr io.Writer
 		return requeueDryRun(ctx, &o, c, keys, recs, stdout)
 	}
 
-	single := len(keys) == 1 && !rangeForm
+	return perKey(ctx, stdout, keys, len(keys) == 1 && !rangeForm, "requeued", func(key string) (string, error) {
+		line, _, err := o.override(ctx, c, em, "requeue", key)
+		return line, err
+	})
+}
+
+// perKey runs do for each key and prints its line, or "not <done> KEY:
+// error", then a summary; it stops when ctx ends. With single (one KEY was
+// given), the line or the error is all there is.
+func perKey(ctx context.Context, stdout io.Writer, keys []string, single bool, done string, do func(key string) (string, error)) error {
+	if single {
+		line, err := do(keys[0])
+		if err != nil {
+			return err
+		}
+		_, err = fmt.Fprintln(stdout, line)
+		return err
+	}
 	var failed int
 	for i, key := range keys {
 		if ctx.Err() != nil {
-			fmt.Fprintf(stdout, "interrupted: requeued %d of %d jobs, %d not requeued, %d not tried\n", i-failed, len(keys), failed, len(keys)-i)
+			fmt.Fprintf(stdout, "interrupted: %s %d of %d jobs, %d not %s, %d not tried\n", done, i-failed, len(keys), failed, done, len(keys)-i)
 			return fmt.Errorf("interrupted after %d of %d jobs", i, len(keys))
 		}
-		line, _, err := o.override(ctx, c, em, "requeue", key)
-		if single {
-			if err != nil {
-				return err
-			}
-			_, err = fmt.Fprintln(stdout, line)
-			return err
-		}
+		line, err := do(key)
 		if err != nil {
 			failed++
-			line = fmt.Sprintf("not requeued %q: %s", key, oneLine(err.Error()))
+			line = fmt.Sprintf("not %s %q: %s", done, key, oneLine(err.Error()))
 		}
 		fmt.Fprintln(stdout, line)
 	}
-	fmt.Fprintf(stdout, "requeued %d of %d jobs, %d not requeued\n", len(keys)-failed, len(keys), failed)
+	fmt.Fprintf(stdout, "%s %d of %d jobs, %d not %s\n", done, len(keys)-failed, len(keys), failed, done)
 	if failed > 0 {
-		return fmt.Errorf("%d of %d jobs were not requeued", failed, len(keys))
+		return fmt.Errorf("%d of %d jobs were not %s", failed, len(keys), done)
 	}
 	return nil
 }
@@ -457,32 +467,9 @@ func runJobsKick(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	}
 	defer nc.Close()
 
-	if len(keys) == 1 {
-		line, err := j.kick(ctx, c, keys[0])
-		if err != nil {
-			return err
-		}
-		_, err = fmt.Fprintln(stdout, line)
-		return err
-	}
-	var failed int
-	for i, key := range keys {
-		if ctx.Err() != nil {
-			fmt.Fprintf(stdout, "interrupted: kicked %d of %d jobs, %d not kicked, %d not tried\n", i-failed, len(keys), failed, len(keys)-i)
-			return fmt.Errorf("interrupted after %d of %d jobs", i, len(keys))
-		}
-		line, err := j.kick(ctx, c, key)
-		if err != nil {
-			failed++
-			line = fmt.Sprintf("not kicked %q: %s", key, oneLine(err.Error()))
-		}
-		fmt.Fprintln(stdout, line)
-	}
-	fmt.Fprintf(stdout, "kicked %d of %d jobs, %d not kicked\n", len(keys)-failed, len(keys), failed)
-	if failed > 0 {
-		return fmt.Errorf("%d of %d jobs were not kicked", failed, len(keys))
-	}
-	return nil
+	return perKey(ctx, stdout, keys, len(keys) == 1, "kicked", func(key string) (string, error) {
+		return j.kick(ctx, c, key)
+	})
 }
 
 func runJobsSweep(ctx context.Context, args []string, stdout, stderr io.Writer) error {
